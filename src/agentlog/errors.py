@@ -1,0 +1,175 @@
+"""The agentlog error hierarchy: every refusal names what was wrong and where.
+
+::
+
+    AgentlogError
+    ├── InvalidEventError (ValueError)      an event, payload or seed refused
+    │   └── SurfaceError                    surface metadata or transition refused
+    ├── InvalidHeaderError (ValueError)     a session header refused
+    ├── InvariantError (ValueError)         turn/step/tool-pairing rule broken
+    ├── ForkError (ValueError)              .code: INVALID_BOUNDARY, OPEN_TURN, ...
+    ├── UsageError (RuntimeError)           a call made in the wrong state
+    ├── SessionNotFoundError (LookupError)
+    ├── SessionExistsError
+    ├── StoreError                          persistence failed or refused
+    │   ├── PersistenceIOError (OSError)    the backend's write or read failed
+    │   ├── ConcurrentWriterError           another writer appended first
+    │   ├── SessionLockedError              another process holds the writer lock
+    │   ├── SessionFormatUnsupportedError   intact log this build cannot read
+    │   └── SessionCorruptionError          stored log is damaged
+    └── CompactionError                     .code: busy, cancelled, changed, ...
+
+Errors carry structured fields (``session_id``, ``seq``, ``event_type``, ``path``,
+``file``, ``offset``, ``code``) and render them into the message.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentlogError",
+    "CompactionError",
+    "ConcurrentWriterError",
+    "ForkError",
+    "InvalidEventError",
+    "InvalidHeaderError",
+    "InvariantError",
+    "PersistenceIOError",
+    "SessionCorruptionError",
+    "SessionExistsError",
+    "SessionFormatUnsupportedError",
+    "SessionLockedError",
+    "SessionNotFoundError",
+    "StoreError",
+    "SurfaceError",
+    "UsageError",
+]
+
+
+class AgentlogError(Exception):
+    """Root of every error agentlog raises on purpose."""
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        session_id: str | None = None,
+        seq: int | None = None,
+        event_type: str | None = None,
+        path: str | None = None,
+        file: str | None = None,
+        offset: int | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.session_id = session_id
+        self.seq = seq
+        self.event_type = event_type
+        self.path = path
+        self.file = file
+        self.offset = offset
+        self.code = code
+
+    def locate(
+        self,
+        *,
+        session_id: str | None = None,
+        seq: int | None = None,
+        event_type: str | None = None,
+        file: str | None = None,
+        offset: int | None = None,
+    ) -> AgentlogError:
+        """Fill in location fields that are still unknown; return self for ``raise``."""
+        if self.session_id is None:
+            self.session_id = session_id
+        if self.seq is None:
+            self.seq = seq
+        if self.event_type is None:
+            self.event_type = event_type
+        if self.file is None:
+            self.file = file
+        if self.offset is None:
+            self.offset = offset
+        return self
+
+    def __str__(self) -> str:
+        where: list[str] = []
+        if self.session_id is not None:
+            where.append(f'session "{self.session_id}"')
+        if self.event_type is not None:
+            where.append(self.event_type)
+        if self.seq is not None:
+            where.append(f"seq {self.seq}")
+        text = self.detail
+        if where:
+            text = f"{', '.join(where)}: {text}"
+        if self.path is not None:
+            text = f"{text} (at {self.path})"
+        if self.file is not None:
+            loc = self.file if self.offset is None else f"{self.file} at byte {self.offset}"
+            text = f"{text} [{loc}]"
+        return text
+
+
+class InvalidEventError(AgentlogError, ValueError):
+    """An appended or restored event, its payload or its envelope was refused."""
+
+
+class SurfaceError(InvalidEventError):
+    """Surface metadata (``surfaceOp``, ``sourceEventSeqs``) or a surface transition was refused."""
+
+
+class InvalidHeaderError(AgentlogError, ValueError):
+    """A session header does not satisfy the header rules."""
+
+
+class InvariantError(AgentlogError, ValueError):
+    """An event breaks the turn/step/tool-pairing invariants."""
+
+
+class ForkError(AgentlogError, ValueError):
+    """A fork was refused; ``code`` says why (INVALID_BOUNDARY, OPEN_TURN, ...)."""
+
+
+class UsageError(AgentlogError, RuntimeError):
+    """A call was made in a state that does not allow it (re-entrant append, closed session...)."""
+
+
+class SessionNotFoundError(AgentlogError, LookupError):
+    """No session with that id exists in the store."""
+
+
+class SessionExistsError(AgentlogError):
+    """A session with that id already exists."""
+
+
+class StoreError(AgentlogError):
+    """Persistence failed or refused an operation."""
+
+
+class PersistenceIOError(StoreError, OSError):
+    """The backend could not write or read; the original ``OSError`` is chained."""
+
+
+class ConcurrentWriterError(StoreError):
+    """Another writer appended to the session first (the stored next seq moved)."""
+
+
+class SessionLockedError(StoreError):
+    """Another process or live session holds the session's writer lock."""
+
+    def __init__(self, detail: str, *, pid: int | None = None, **kwargs: object) -> None:
+        super().__init__(detail, **kwargs)  # type: ignore[arg-type]
+        self.pid = pid
+
+
+class SessionFormatUnsupportedError(StoreError):
+    """The stored log is intact but written in a format this build cannot read."""
+
+
+class SessionCorruptionError(StoreError):
+    """The stored log is damaged in its committed region."""
+
+
+class CompactionError(AgentlogError):
+    """A compaction did not commit; ``code`` says why (busy, cancelled, changed, summary, ...)."""

@@ -1,0 +1,448 @@
+"""Session: an append-only log of immutable events with a live surface (spec session-core §4-§8).
+
+``append`` is the in-memory commit point: it validates, freezes, numbers and folds the
+event into the surface, then tells observers. It never waits on I/O; durability is the
+store's ``flush()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, overload
+
+from agentlog.errors import AgentlogError, InvalidEventError, InvalidHeaderError, UsageError
+from agentlog.events import (
+    END_SEED,
+    LEGACY_HEADER_DELTA,
+    REQUEST_CONTEXT,
+    REQUEST_HEADER,
+    SURFACE_TYPES,
+    Event,
+    Replace,
+    SurfaceOp,
+    check_envelope,
+    is_safe_int,
+    make_event,
+)
+from agentlog.header import SessionHeader, now_ms
+from agentlog.jsonvalue import freeze
+from agentlog.messages import Message, check_message_shape, derive_event_message
+from agentlog.request_header import canonical_header, check_request_header_shape
+from agentlog.surface import Surface, SurfaceManager, parse_markers
+
+__all__ = ["EventsView", "Observer", "Session", "Validator"]
+
+logger = logging.getLogger("agentlog")
+
+Observer = Callable[[Event], object]
+"""Called after each committed append with the logged event; failures are contained."""
+
+Validator = Callable[[Event], None]
+"""Called with each candidate event before it commits; raising vetoes the append."""
+
+class EventsView(Sequence[Event]):
+    """An immutable snapshot of the first ``len`` events of a log (the log only grows)."""
+
+    __slots__ = ("_len", "_log")
+
+    def __init__(self, log: list[Event], length: int) -> None:
+        self._log = log
+        self._len = length
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Event]: ...
+    def __getitem__(self, index: int | slice) -> Event | list[Event]:
+        if isinstance(index, slice):
+            return self._log[: self._len][index]
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError("event index out of range")
+        return self._log[index]
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[Event]:
+        log = self._log
+        for index in range(self._len):
+            yield log[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return len(other) == self._len and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"EventsView({self._len} events)"
+
+
+class Session:
+    """An append-only, validated event log with a live surface and derived messages."""
+
+    def __init__(self, header: SessionHeader, clock: Callable[[], int] | None = None) -> None:
+        """Build an empty session; use ``Session.create`` or ``Session.restore`` instead."""
+        self._header = header
+        self._clock = clock or now_ms
+        self._log: list[Event] = []
+        self._snapshot: EventsView | None = None
+        self._manager = SurfaceManager(self._log.__getitem__)
+        self._surface = Surface(self._manager)
+        self._first_live_seq = 0
+        self._observers: list[Observer] = []
+        self._validators: list[Validator] = []
+        self._publishing = False
+        self._derived: list[Message] = []
+        self._derived_nodes = 0
+        self._derived_generation = 0
+        self._header_scan = 0
+        self._header_event: Event | None = None
+        self._request_header: Any = None
+        self._context_scan = 0
+        self._request_context: Any = None
+
+    # -- construction ------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        session_id: str,
+        *,
+        seed: Iterable[Any] | None = None,
+        header: SessionHeader | dict[str, Any] | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> Session:
+        """A new session; with ``seed`` (even empty) it resumes those events and marks the seam.
+
+        Seed entries (wire dicts or ``Event`` objects) are validated as in ``restore``.
+        """
+        resolved = _resolve_header(session_id, header)
+        session = cls(resolved, clock)
+        if seed is not None:
+            session._load_seed(seed)
+            session._mark_end_seed()
+        return session
+
+    @classmethod
+    def restore(
+        cls,
+        session_id: str,
+        events: Iterable[Any],
+        header: SessionHeader | dict[str, Any],
+        *,
+        clock: Callable[[], int] | None = None,
+    ) -> Session:
+        """Rebuild a session from stored events, validating every one before taking the log.
+
+        The header is checked first, then each event in order (envelope, shapes, seq,
+        surface); the first failure raises and nothing is kept. A ``session/end-seed``
+        marker is appended unless the log already ends with one.
+        """
+        resolved = _resolve_header(session_id, header)
+        session = cls(resolved, clock)
+        session._load_seed(events)
+        session._mark_end_seed()
+        return session
+
+    def _load_seed(self, seed: Iterable[Any]) -> None:
+        sid = self._header.id
+        log = self._log
+        manager = self._manager
+        for index, entry in enumerate(seed):
+            try:
+                event = entry if type(entry) is Event else _event_from_seed(entry, index)
+                _check_seed_shapes(event, index)
+                if event.seq != index:
+                    raise InvalidEventError(
+                        f"seed event at index {index} has seq {event.seq} (expected {index}); "
+                        "seed must be contiguous from 0"
+                    )
+                try:
+                    if event.surface_op is None:
+                        manager.skip(event)
+                    else:
+                        manager.apply(event)
+                except AgentlogError as exc:
+                    raise InvalidEventError(
+                        f"invalid seed event at index {index}: {exc.detail}", path=exc.path
+                    ) from None
+                except Exception as exc:
+                    raise InvalidEventError(
+                        f"invalid seed event at index {index}: invalid surface metadata ({exc})"
+                    ) from exc
+            except AgentlogError as exc:
+                raise exc.locate(session_id=sid, seq=index) from None
+            log.append(event)
+        self._first_live_seq = len(log)
+
+    def _mark_end_seed(self) -> None:
+        if not self._log or self._log[-1].type != END_SEED:
+            self.append(END_SEED, {})
+
+    # -- reading -----------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return self._header.id
+
+    @property
+    def header(self) -> SessionHeader:
+        return self._header
+
+    @property
+    def first_live_seq(self) -> int:
+        """Number of seed events; events from here on were appended by this instance."""
+        return self._first_live_seq
+
+    @property
+    def events(self) -> EventsView:
+        """An immutable snapshot of the log; the same object until the next append."""
+        snapshot = self._snapshot
+        if snapshot is None or len(snapshot) != len(self._log):
+            snapshot = self._snapshot = EventsView(self._log, len(self._log))
+        return snapshot
+
+    @property
+    def seq(self) -> int:
+        """The seq the next appended event will get (== number of events)."""
+        return len(self._log)
+
+    @property
+    def surface(self) -> Surface:
+        """The live surface (one stable object): ``nodes`` and ``replace_generation``."""
+        return self._surface
+
+    def derive_messages(self) -> list[Message]:
+        """The model history: messages of the surface nodes, projected incrementally (spec D3)."""
+        manager = self._manager
+        if manager.replace_generation != self._derived_generation:
+            self._derived = []
+            self._derived_nodes = 0
+            self._derived_generation = manager.replace_generation
+        nodes = manager.nodes
+        if self._derived_nodes < len(nodes):
+            log = self._log
+            derived = self._derived
+            for seq in nodes[self._derived_nodes :]:
+                message = derive_event_message(log[seq])
+                if message is not None:
+                    derived.append(message)
+            self._derived_nodes = len(nodes)
+        return list(self._derived)
+
+    def request_header(self) -> Any:
+        """The canonical latest ``request/header`` (frozen), or None before the first."""
+        log = self._log
+        for index in range(self._header_scan, len(log)):
+            if log[index].type == REQUEST_HEADER:
+                self._header_event = log[index]
+        self._header_scan = len(log)
+        event = self._header_event
+        if event is None:
+            return None
+        if self._request_header is None or self._request_header[0] is not event:
+            self._request_header = (event, canonical_header(event.data["header"]))
+        return self._request_header[1]
+
+    def request_context(self) -> Any:
+        """The latest ``request/context`` data (frozen), or None before any."""
+        log = self._log
+        for index in range(self._context_scan, len(log)):
+            if log[index].type == REQUEST_CONTEXT:
+                self._request_context = log[index].data
+        self._context_scan = len(log)
+        return self._request_context
+
+    # -- hooks -------------------------------------------------------------------------
+
+    def subscribe(self, observer: Observer) -> Callable[[], None]:
+        """Call ``observer(event)`` after every committed append; returns an unsubscribe."""
+        self._observers.append(observer)
+        return _remover(self._observers, observer)
+
+    def add_validator(self, validator: Validator) -> Callable[[], None]:
+        """Call ``validator(candidate)`` before each commit; raising vetoes the append."""
+        self._validators.append(validator)
+        return _remover(self._validators, validator)
+
+    # -- appending ---------------------------------------------------------------------
+
+    def append(
+        self,
+        type: str,
+        data: Any,
+        *,
+        surface_op: SurfaceOp | dict[str, Any] | None = None,
+        source_event_seqs: Sequence[int] | None = None,
+    ) -> Event:
+        """Validate, freeze and log one event; return the logged (frozen) event.
+
+        A refused append raises a subclass of ``AgentlogError`` and leaves the log as it was.
+        """
+        seq = len(self._log)
+        try:
+            event = self._candidate(type, data, surface_op, source_event_seqs, seq)
+            if self._publishing:
+                raise UsageError(
+                    "session append cannot reenter while another append is being published"
+                )
+            self._manager.validate_next(event)
+        except AgentlogError as exc:
+            raise exc.locate(session_id=self.id, seq=seq,
+                             event_type=type if isinstance(type, str) else None) from None
+        if self._validators or self._observers:
+            return self._publish(event)
+        self._manager.commit(event)
+        self._log.append(event)
+        return event
+
+    def _candidate(
+        self, event_type: Any, data: Any, surface_op: Any, source_seqs: Any, seq: int
+    ) -> Event:
+        if type(event_type) is not str or not event_type:
+            raise InvalidEventError(f"event type must be a non-empty string, got {event_type!r}")
+        frozen = freeze(data, root="data", what="non-JSON-serializable data")
+        if event_type == LEGACY_HEADER_DELTA:
+            raise InvalidEventError(f"unsupported legacy {LEGACY_HEADER_DELTA}")
+        if event_type == REQUEST_HEADER and isinstance(frozen, dict) and (
+            frozen.get("reason") == "fallback"
+        ):
+            raise InvalidEventError('unsupported legacy request/header reason "fallback"')
+        if surface_op is not None and not isinstance(surface_op, (str, Replace)):
+            freeze(surface_op, root="surfaceOp", what="non-JSON-serializable surface metadata")
+        if source_seqs is not None:
+            source_seqs = freeze(source_seqs, root="sourceEventSeqs",
+                                 what="non-JSON-serializable surface metadata")
+        if event_type in SURFACE_TYPES or surface_op is not None or source_seqs is not None:
+            op, seqs = parse_markers(
+                event_type, seq, surface_op, source_seqs,
+                has_op=surface_op is not None, has_seqs=source_seqs is not None,
+            )
+        else:
+            op, seqs = None, None
+        time = self._clock()
+        if not is_safe_int(time):
+            raise UsageError(f"session clock returned {time!r}; expected epoch milliseconds")
+        return make_event(event_type, seq, time, frozen, op, seqs)
+
+    def _publish(self, event: Event) -> Event:
+        self._publishing = True
+        try:
+            for validator in tuple(self._validators):
+                try:
+                    validator(event)
+                except AgentlogError as exc:
+                    raise exc.locate(session_id=self.id, seq=event.seq,
+                                     event_type=event.type) from None
+            self._manager.commit(event)
+            self._log.append(event)
+            for observer in tuple(self._observers):
+                self._notify(observer, event)
+        finally:
+            self._publishing = False
+        return event
+
+    def _notify(self, observer: Observer, event: Event) -> None:
+        try:
+            result = observer(event)
+        except Exception as exc:
+            logger.warning('session "%s": session/event listener threw: %s', self.id,
+                           _describe(exc))
+            return
+        if inspect.isawaitable(result):
+            _contain_async(self.id, result)
+
+    def __repr__(self) -> str:
+        return f"Session(id={self.id!r}, events={len(self._log)})"
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _contain_async(session_id: str, awaitable: Any) -> None:
+    """Run an async observer's result in the background and log its failure."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        logger.warning('session "%s": async session/event listener needs a running event loop',
+                       session_id)
+        return
+    task = asyncio.ensure_future(awaitable, loop=loop)
+
+    def done(finished: asyncio.Future[Any]) -> None:
+        if not finished.cancelled() and finished.exception() is not None:
+            logger.warning('session "%s": session/event listener rejected: %s', session_id,
+                           _describe(finished.exception()))  # type: ignore[arg-type]
+
+    task.add_done_callback(done)
+
+
+def _remover(items: list[Any], item: Any) -> Callable[[], None]:
+    def remove() -> None:
+        for index, current in enumerate(items):
+            if current is item:
+                del items[index]
+                return
+
+    return remove
+
+
+def _resolve_header(session_id: str, header: SessionHeader | dict[str, Any] | None) -> SessionHeader:
+    if type(session_id) is not str or not session_id:
+        raise InvalidEventError(f"session id must be a non-empty string, got {session_id!r}")
+    if header is None:
+        return SessionHeader(id=session_id)
+    if isinstance(header, SessionHeader):
+        resolved = header
+    else:
+        resolved = SessionHeader.from_wire(header, session_id=session_id)
+    if resolved.id != session_id:
+        raise InvalidHeaderError(
+            f"header id {resolved.id!r} does not match session id {session_id!r}",
+            session_id=session_id,
+        )
+    return resolved
+
+
+def _event_from_seed(entry: Any, index: int) -> Event:
+    """Spec C3, C4 and the static marker rules for one wire seed entry."""
+    where = f"seed event at index {index}"
+    check_envelope(entry, where)
+    try:
+        data = freeze(entry["data"], root="data")
+    except InvalidEventError as exc:
+        raise InvalidEventError(
+            f"{where} is not losslessly JSON-serializable: {exc.detail}", path=exc.path
+        ) from None
+    has_op, has_seqs = "surfaceOp" in entry, "sourceEventSeqs" in entry
+    if has_op or has_seqs or entry["type"] in SURFACE_TYPES:
+        try:
+            op, seqs = parse_markers(
+                entry["type"], entry["seq"], entry.get("surfaceOp"), entry.get("sourceEventSeqs"),
+                has_op=has_op, has_seqs=has_seqs,
+            )
+        except AgentlogError as exc:
+            raise InvalidEventError(f"invalid seed event at index {index}: {exc.detail}") from None
+    else:
+        op, seqs = None, None
+    return make_event(entry["type"], entry["seq"], entry["time"], data, op, seqs,
+                      entry.get("ignorable", False))
+
+
+def _check_seed_shapes(event: Event, index: int) -> None:
+    """Spec C5-C7: header and message shapes a stored event must have."""
+    kind = event.type
+    if kind in SURFACE_TYPES:
+        check_message_shape(kind, event.data, f"seed {kind} at index {index}")
+    elif kind == REQUEST_HEADER:
+        check_request_header_shape(event.data, f"seed request/header at index {index}")
