@@ -13,7 +13,7 @@ from typing import Any, Final, Literal, TypeAlias
 import orjson
 
 from agentlog.errors import InvalidEventError
-from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, dumps, freeze, loads
+from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, dumps, freeze, json_equal, loads
 
 __all__ = [
     "CORE_EVENT_TYPES",
@@ -25,6 +25,7 @@ __all__ = [
     "check_envelope",
     "is_safe_int",
     "make_event",
+    "wire_op_first",
     "surface_op_to_wire",
 ]
 
@@ -113,9 +114,26 @@ class Event(tuple):  # type: ignore[type-arg]
     surface_op: SurfaceOp | None = property(itemgetter(4))  # type: ignore[assignment]
     source_event_seqs: tuple[int, ...] | None = property(itemgetter(5))  # type: ignore[assignment]
     ignorable: bool = property(itemgetter(6))  # type: ignore[assignment]
+    op_first: bool = property(itemgetter(7))  # type: ignore[assignment]
+    """True when the wire form writes ``surfaceOp`` before ``sourceEventSeqs`` (DSH's repair does)."""
 
     def __new__(cls, *args: object, **kwargs: object) -> Event:
         raise TypeError("events are made by Session.append, Session.restore or Event.from_json")
+
+    def __eq__(self, other: object) -> bool:
+        """Same envelope, markers and JSON data; compares data without recursion (``True != 1``)."""
+        if self is other:
+            return True
+        if type(other) is not Event:
+            return NotImplemented
+        return self[:3] == other[:3] and self[4:7] == other[4:7] and json_equal(self[3], other[3])
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return hash(self[:7])
 
     def __repr__(self) -> str:
         extra = ""
@@ -125,15 +143,23 @@ class Event(tuple):  # type: ignore[type-arg]
             extra += f", source_event_seqs={self[5]!r}"
         if self[6]:
             extra += ", ignorable=True"
-        return f"Event(type={self[0]!r}, seq={self[1]}, time={self[2]}, data={self[3]!r}{extra})"
+        try:
+            data = repr(self[3])
+        except RecursionError:
+            data = f"<{type(self[3]).__name__} too deep to show>"
+        return f"Event(type={self[0]!r}, seq={self[1]}, time={self[2]}, data={data}{extra})"
 
     def to_wire(self) -> dict[str, Any]:
         """The wire object in DSH key order (shares the frozen ``data``)."""
         wire: dict[str, Any] = {"type": self[0], "seq": self[1], "time": self[2], "data": self[3]}
-        if self[5] is not None:
-            wire["sourceEventSeqs"] = self[5]
-        if self[4] is not None:
+        if self[7]:
             wire["surfaceOp"] = surface_op_to_wire(self[4])
+            wire["sourceEventSeqs"] = self[5]
+        else:
+            if self[5] is not None:
+                wire["sourceEventSeqs"] = self[5]
+            if self[4] is not None:
+                wire["surfaceOp"] = surface_op_to_wire(self[4])
         if self[6]:
             wire["ignorable"] = True
         return wire
@@ -163,7 +189,19 @@ class Event(tuple):  # type: ignore[type-arg]
             has_op="surfaceOp" in wire, has_seqs="sourceEventSeqs" in wire,
         )
         return make_event(wire["type"], wire["seq"], wire["time"], data, op, seqs,
-                          wire.get("ignorable", False))
+                          wire.get("ignorable", False), wire_op_first(wire))
+
+
+def wire_op_first(wire: Any) -> bool:
+    """True when a wire event has both markers with ``surfaceOp`` first (key order is kept)."""
+    if "surfaceOp" not in wire or "sourceEventSeqs" not in wire:
+        return False
+    for key in wire:
+        if key == "surfaceOp":
+            return True
+        if key == "sourceEventSeqs":
+            return False
+    return False
 
 
 def make_event(
@@ -174,10 +212,15 @@ def make_event(
     surface_op: SurfaceOp | None = None,
     source_event_seqs: tuple[int, ...] | None = None,
     ignorable: bool = False,
+    op_first: bool = False,
 ) -> Event:
-    """Build an ``Event`` from parts that are already validated and frozen (no checks)."""
+    """Build an ``Event`` from parts that are already validated and frozen (no checks).
+
+    ``op_first`` (only meaningful with both markers) keeps a stored event's key order.
+    """
     event: Event = _new_tuple(
-        Event, (type, seq, time, data, surface_op, source_event_seqs, ignorable)
+        Event, (type, seq, time, data, surface_op, source_event_seqs, ignorable,
+                op_first and surface_op is not None and source_event_seqs is not None)
     )
     return event
 

@@ -62,12 +62,9 @@ class SessionHeader:
             raise InvalidHeaderError("session header is not a plain JSON record",
                                      session_id=session_id)
         try:
-            frozen = freeze(wire, root="header")
+            frozen = freeze(wire, root="header", what="session header is not losslessly JSON-serializable")
         except InvalidEventError as exc:
-            raise InvalidHeaderError(
-                f"session header is not losslessly JSON-serializable: {exc.detail}",
-                session_id=session_id, path=exc.path,
-            ) from None
+            raise InvalidHeaderError(exc.detail, session_id=session_id, path=exc.path) from None
         version = frozen.get("version")
         if version != FORMAT_VERSION or not is_safe_int(version):
             raise InvalidHeaderError(
@@ -136,4 +133,16 @@ def _check(header: SessionHeader) -> None:
     if header.agent_preset is not None and type(header.agent_preset) is not str:
         raise bad("header agentPreset must be a string")
     if type(header.extra) is not FrozenDict:
-        object.__setattr__(header, "extra", freeze(header.extra, root="header"))
+        object.__setattr__(header, "extra", _frozen_extra(header.extra, sid))
+
+
+def _frozen_extra(extra: Any, session_id: str | None) -> FrozenDict:
+    """The unknown wire keys of a header, validated as lossless JSON and frozen."""
+    if not isinstance(extra, dict):
+        raise InvalidHeaderError("header extra must be a JSON object", session_id=session_id)
+    try:
+        frozen: FrozenDict = freeze(extra, root="header",
+                                    what="session header is not losslessly JSON-serializable")
+    except InvalidEventError as exc:
+        raise InvalidHeaderError(exc.detail, session_id=session_id, path=exc.path) from None
+    return frozen

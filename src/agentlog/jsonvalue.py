@@ -14,6 +14,7 @@ Nothing here recurses more than 48 levels: 20,000-deep values work.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable
@@ -32,6 +33,7 @@ __all__ = [
     "freeze",
     "frozen_dict",
     "is_json_value",
+    "json_equal",
     "loads",
     "thaw",
 ]
@@ -137,18 +139,40 @@ def _frozen_list(items: Iterable[Any]) -> FrozenList:
 
 
 class _Refusal(Exception):  # noqa: N818 - internal control flow, never escapes
-    """Internal: a value was refused; ``parts`` collects the path from the inside out."""
+    """Internal: a value was refused; ``parts`` (path text) and ``keys`` grow from the inside out."""
 
     def __init__(self, problem: str) -> None:
         super().__init__(problem)
         self.problem = problem
         self.parts: list[str] = []
+        self.keys: list[Any] = []
+
+    def step(self, key: Any, part: str) -> None:
+        """Record one more enclosing member (``key`` in its container, ``part`` as path text)."""
+        self.keys.append(key)
+        self.parts.append(part)
+
+    def path(self, root: str, value: Any) -> str:
+        """The path from ``root``; for a cycle, cut where the path first revisits a container."""
+        parts = self.parts[::-1]
+        if self.problem == "cycle":
+            seen = {id(value)}
+            node = value
+            for depth, key in enumerate(reversed(self.keys), 1):
+                node = node[key]
+                if id(node) in seen:
+                    parts = parts[:depth]
+                    break
+                seen.add(id(node))
+        return root + "".join(parts)
 
 
 def _key_part(key: object) -> str:
     if type(key) is not str:
         return f"[{key!r}]"
-    return f".{key}" if _IDENT.match(key) else f"[{orjson.dumps(key).decode()}]"
+    if _IDENT.match(key):
+        return f".{key}"
+    return f"[{json.dumps(key, ensure_ascii=not _valid_str(key))}]"
 
 
 def _valid_str(value: str) -> bool:
@@ -200,8 +224,7 @@ def freeze(value: Any, *, root: str = "value", what: str = "not losslessly JSON-
             return value
         problem = _scalar_problem(value)
     except _Refusal as refusal:
-        path = root + "".join(reversed(refusal.parts))
-        raise InvalidEventError(f"{what}: {refusal.problem}", path=path) from None
+        raise InvalidEventError(f"{what}: {refusal.problem}", path=refusal.path(root, value)) from None
     if problem is not None:
         raise InvalidEventError(f"{what}: {problem}", path=root)
     return value
@@ -230,7 +253,7 @@ def _freeze_dict(value: dict[str, Any], depth: int) -> FrozenDict:
                 if problem is not None:
                     raise _Refusal(problem)
         except _Refusal as refusal:
-            refusal.parts.append(_key_part(key))
+            refusal.step(key, _key_part(key))
             raise
     result = dict.__new__(FrozenDict)
     dict.update(result, value)
@@ -258,7 +281,7 @@ def _freeze_list(value: list[Any] | tuple[Any, ...], depth: int) -> Any:
                 if problem is not None:
                     raise _Refusal(problem)
         except _Refusal as refusal:
-            refusal.parts.append(f"[{index}]")
+            refusal.step(index, f"[{index}]")
             raise
     if items is None and type(value) is tuple:
         return value
@@ -328,7 +351,10 @@ def _freeze_deep(value: Any) -> Any:
 def _refusal_at(stack: list[_Frame], problem: str) -> _Refusal:
     refusal = _Refusal(problem)
     for frame in reversed(stack):
-        refusal.parts.append(_key_part(frame.key) if frame.is_dict else f"[{len(frame.out)}]")
+        if frame.is_dict:
+            refusal.step(frame.key, _key_part(frame.key))
+        else:
+            refusal.step(len(frame.out), f"[{len(frame.out)}]")
     return refusal
 
 
@@ -338,6 +364,33 @@ def is_json_value(value: Any) -> bool:
         freeze(value)
     except InvalidEventError:
         return False
+    return True
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Structural JSON equality without recursion (frozen or plain values of any depth).
+
+    Arrays compare element-wise whatever their container (tuple, list), objects by key set
+    regardless of order, numbers by value; as in JavaScript, ``True`` never equals ``1``.
+    """
+    pending = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        if x is y:
+            continue
+        if isinstance(x, dict):
+            if not isinstance(y, dict) or len(x) != len(y):
+                return False
+            for key, member in x.items():
+                if key not in y:
+                    return False
+                pending.append((member, y[key]))
+        elif isinstance(x, (list, tuple)):
+            if not isinstance(y, (list, tuple)) or len(x) != len(y):
+                return False
+            pending.extend(zip(x, y, strict=True))
+        elif type(x) is bool or type(y) is bool or isinstance(y, (dict, list, tuple)) or x != y:
+            return False
     return True
 
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from agentlog.errors import InvalidEventError
 from agentlog.events import REQUEST_HEADER, Event
-from agentlog.jsonvalue import FrozenDict, frozen_dict
+from agentlog.jsonvalue import FrozenDict, dumps, frozen_dict
 
 __all__ = [
     "canonical_header",
     "check_request_header_shape",
+    "event_header",
     "fold_request_header",
     "header_equals",
 ]
@@ -70,7 +69,18 @@ def header_equals(a: Any, b: Any) -> bool:
     tools_a, tools_b = a.get("tools") or (), b.get("tools") or ()
     if len(tools_a) != len(tools_b):
         return False
-    return all(orjson.dumps(x) == orjson.dumps(y) for x, y in zip(tools_a, tools_b, strict=True))
+    return all(dumps(x) == dumps(y) for x, y in zip(tools_a, tools_b, strict=True))
+
+
+def event_header(event: Event) -> Any:
+    """The header object a ``request/header`` event carries, or None.
+
+    Append does not check header shapes (spec A2), so a logged event may lack an object
+    ``data.header``; such an event is not a header snapshot and folds skip it.
+    """
+    data = event.data
+    header = data.get("header") if event.type == REQUEST_HEADER and isinstance(data, dict) else None
+    return header if isinstance(header, dict) else None
 
 
 def fold_request_header(events: Iterable[Event], start: Any = None) -> Any:
@@ -78,10 +88,12 @@ def fold_request_header(events: Iterable[Event], start: Any = None) -> Any:
     latest = None
     for event in events:
         if event.type == REQUEST_HEADER:
-            latest = event
+            header = event_header(event)
+            if header is not None:
+                latest = header
     if latest is None:
         return start
-    return canonical_header(latest.data["header"])
+    return canonical_header(latest)
 
 
 def check_request_header_shape(data: Any, subject: str) -> None:

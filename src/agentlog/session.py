@@ -13,7 +13,13 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, overload
 
-from agentlog.errors import AgentlogError, InvalidEventError, InvalidHeaderError, UsageError
+from agentlog.errors import (
+    AgentlogError,
+    InvalidEventError,
+    InvalidHeaderError,
+    SurfaceError,
+    UsageError,
+)
 from agentlog.events import (
     END_SEED,
     LEGACY_HEADER_DELTA,
@@ -26,11 +32,12 @@ from agentlog.events import (
     check_envelope,
     is_safe_int,
     make_event,
+    wire_op_first,
 )
 from agentlog.header import SessionHeader, now_ms
 from agentlog.jsonvalue import freeze
 from agentlog.messages import Message, check_message_shape, derive_event_message
-from agentlog.request_header import canonical_header, check_request_header_shape
+from agentlog.request_header import canonical_header, check_request_header_shape, event_header
 from agentlog.surface import Surface, SurfaceManager, parse_markers
 
 __all__ = ["EventsView", "Observer", "Session", "Validator"]
@@ -145,6 +152,9 @@ class Session:
         surface); the first failure raises and nothing is kept. A ``session/end-seed``
         marker is appended unless the log already ends with one.
         """
+        if header is None:
+            raise InvalidHeaderError("session header is not a plain JSON record: got None",
+                                     session_id=session_id if isinstance(session_id, str) else None)
         resolved = _resolve_header(session_id, header)
         session = cls(resolved, clock)
         session._load_seed(events)
@@ -170,15 +180,13 @@ class Session:
                     else:
                         manager.apply(event)
                 except AgentlogError as exc:
-                    raise InvalidEventError(
-                        f"invalid seed event at index {index}: {exc.detail}", path=exc.path
-                    ) from None
+                    raise _seed_error(exc, index) from None
                 except Exception as exc:
-                    raise InvalidEventError(
+                    raise SurfaceError(
                         f"invalid seed event at index {index}: invalid surface metadata ({exc})"
                     ) from exc
             except AgentlogError as exc:
-                raise exc.locate(session_id=sid, seq=index) from None
+                raise exc.locate(session_id=sid, seq=index, event_type=_entry_type(entry)) from None
             log.append(event)
         self._first_live_seq = len(log)
 
@@ -241,14 +249,14 @@ class Session:
         """The canonical latest ``request/header`` (frozen), or None before the first."""
         log = self._log
         for index in range(self._header_scan, len(log)):
-            if log[index].type == REQUEST_HEADER:
+            if log[index].type == REQUEST_HEADER and event_header(log[index]) is not None:
                 self._header_event = log[index]
         self._header_scan = len(log)
         event = self._header_event
         if event is None:
             return None
         if self._request_header is None or self._request_header[0] is not event:
-            self._request_header = (event, canonical_header(event.data["header"]))
+            self._request_header = (event, canonical_header(event_header(event)))
         return self._request_header[1]
 
     def request_context(self) -> Any:
@@ -399,7 +407,7 @@ def _remover(items: list[Any], item: Any) -> Callable[[], None]:
 
 def _resolve_header(session_id: str, header: SessionHeader | dict[str, Any] | None) -> SessionHeader:
     if type(session_id) is not str or not session_id:
-        raise InvalidEventError(f"session id must be a non-empty string, got {session_id!r}")
+        raise InvalidHeaderError(f"session id must be a non-empty string, got {session_id!r}")
     if header is None:
         return SessionHeader(id=session_id)
     if isinstance(header, SessionHeader):
@@ -418,12 +426,7 @@ def _event_from_seed(entry: Any, index: int) -> Event:
     """Spec C3, C4 and the static marker rules for one wire seed entry."""
     where = f"seed event at index {index}"
     check_envelope(entry, where)
-    try:
-        data = freeze(entry["data"], root="data")
-    except InvalidEventError as exc:
-        raise InvalidEventError(
-            f"{where} is not losslessly JSON-serializable: {exc.detail}", path=exc.path
-        ) from None
+    data = freeze(entry["data"], root="data", what=f"{where} is not losslessly JSON-serializable")
     has_op, has_seqs = "surfaceOp" in entry, "sourceEventSeqs" in entry
     if has_op or has_seqs or entry["type"] in SURFACE_TYPES:
         try:
@@ -432,11 +435,25 @@ def _event_from_seed(entry: Any, index: int) -> Event:
                 has_op=has_op, has_seqs=has_seqs,
             )
         except AgentlogError as exc:
-            raise InvalidEventError(f"invalid seed event at index {index}: {exc.detail}") from None
+            raise _seed_error(exc, index) from None
     else:
         op, seqs = None, None
     return make_event(entry["type"], entry["seq"], entry["time"], data, op, seqs,
-                      entry.get("ignorable", False))
+                      entry.get("ignorable", False), wire_op_first(entry))
+
+
+def _seed_error(exc: AgentlogError, index: int) -> InvalidEventError:
+    """Spec C9: a seed's surface failure, re-raised as "invalid seed event at index i: ..."."""
+    kind = SurfaceError if isinstance(exc, SurfaceError) else InvalidEventError
+    return kind(f"invalid seed event at index {index}: {exc.detail}", path=exc.path)
+
+
+def _entry_type(entry: Any) -> str | None:
+    """The type of a seed entry (Event or wire object) when it is a string."""
+    kind = entry.type if type(entry) is Event else (
+        entry.get("type") if isinstance(entry, dict) else None
+    )
+    return kind if type(kind) is str else None
 
 
 def _check_seed_shapes(event: Event, index: int) -> None:

@@ -20,7 +20,7 @@ from agentlog.events import (
     SurfaceOp,
     is_safe_int,
 )
-from agentlog.jsonvalue import FrozenDict
+from agentlog.jsonvalue import FrozenDict, json_equal
 
 __all__ = [
     "Replacement",
@@ -223,7 +223,7 @@ class SurfaceManager:
     def validate_next(self, event: Event) -> None:
         """Plan ``event`` as the next log entry; raise ``SurfaceError`` if it is refused."""
         if event.surface_op is None:
-            self._check_seq(event)
+            self._check_seq(event)  # markers were checked when the event was built
             self._pending = None
         else:
             self._pending = self._plan(event)
@@ -246,7 +246,7 @@ class SurfaceManager:
 
     def skip(self, event: Event) -> None:
         """Advance past a log-only event (it must still be the next seq)."""
-        self._check_seq(event)
+        self._check_log_only(event)
         self._pending = None
         self.next_seq += 1
 
@@ -257,6 +257,11 @@ class SurfaceManager:
         self.commit(event)
         return plan
 
+    def _check_log_only(self, event: Event) -> None:
+        if event.type in SURFACE_TYPES:  # only reachable with events from make_event
+            raise SurfaceError(f"{event.type} requires a surfaceOp marker")
+        self._check_seq(event)
+
     def _check_seq(self, event: Event) -> None:
         if event.seq != self.next_seq:
             raise SurfaceError(f"seq {event.seq} is not contiguous; expected {self.next_seq}")
@@ -264,6 +269,8 @@ class SurfaceManager:
     def _plan(self, event: Event) -> _Plan:
         self._check_seq(event)
         op = event.surface_op
+        if op is not None and event.type not in SURFACE_TYPES:  # only from make_event
+            raise SurfaceError(f"{event.type} is not surface-eligible and cannot carry surfaceOp")
         if not isinstance(op, Replace):
             return _Plan(event, -1, -1, ())
         nodes = self.nodes
@@ -299,14 +306,17 @@ class SurfaceManager:
                 f"tool/result replacement must target a current tool/result, "
                 f"not {target.type} at seq {target.seq}"
             )
-        if _blank_result_content(event.data) != _blank_result_content(target.data):
+        if not json_equal(_blank_result_content(event.data), _blank_result_content(target.data)):
             raise SurfaceError(
                 f"tool/result replacement of seq {target.seq} may change only content"
             )
 
 
 def _blank_result_content(data: Any) -> Any:
-    """``data`` with the inner content of ``message.content[0]`` blanked (rule S12)."""
+    """``data`` with ``message.content`` cut to block 0, its inner content blanked (rule S12).
+
+    Only block 0 is compared: blocks after it are ignored, as DSH does.
+    """
     if not isinstance(data, dict):
         return data
     message = data.get("message")
@@ -316,7 +326,7 @@ def _blank_result_content(data: Any) -> Any:
     if not isinstance(content, (list, tuple)) or not content or not isinstance(content[0], dict):
         return data
     block = {**content[0], "content": None}
-    return {**data, "message": {**message, "content": (block, *content[1:])}}
+    return {**data, "message": {**message, "content": (block,)}}
 
 
 def fold_surface(events: Sequence[Event], base_seq: int = 0) -> SurfaceFold:

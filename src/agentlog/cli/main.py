@@ -1,16 +1,249 @@
-"""Entry point of the ``agentlog`` command: each command is one library call plus rendering."""
+"""The ``agentlog`` command: each command is one library call plus rendering.
+
+Errors from the library become a one-line message and exit status 1 (2 for usage errors);
+a raw traceback is shown only with ``--debug``.
+"""
 
 from __future__ import annotations
 
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
+import orjson
+from rich.console import Console
+from rich.table import Table
 
 from agentlog import __version__
+from agentlog.errors import AgentlogError
+from agentlog.store.base import Store
+from agentlog.store.urls import default_store_url, open_store
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+console = Console(highlight=False)
+errors = Console(stderr=True, highlight=False)
+
+
+class _State:
+    """Options shared by every command."""
+
+    def __init__(self, store_url: str, debug: bool) -> None:
+        self.store_url = store_url
+        self.debug = debug
+
+    def store(self) -> Store:
+        return open_store(self.store_url)
+
+
+def _handled(command: F) -> F:
+    """Turn library errors into one clear line and a non-zero exit status."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        state = click.get_current_context().find_object(_State)
+        try:
+            return command(*args, **kwargs)
+        except AgentlogError as exc:
+            if state is not None and state.debug:
+                raise
+            errors.print(f"[red]error:[/red] {exc}", markup=True, soft_wrap=True)
+            sys.exit(1)
+        except (OSError, RuntimeError, ValueError) as exc:
+            if state is not None and state.debug:
+                raise
+            errors.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", markup=True, soft_wrap=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="agentlog")
-def cli() -> None:
+@click.option("--store", "store_url", envvar="AGENTLOG_STORE", default=None, metavar="URL",
+              help="Store URL: jsonl:///dir (default under the user data dir), memory:. "
+                   "Also $AGENTLOG_STORE.")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.pass_context
+def cli(ctx: click.Context, store_url: str | None, debug: bool) -> None:
     """Crash-safe, event-sourced sessions for LLM agents."""
+    ctx.obj = _State(store_url or default_store_url(), debug)
+
+
+@cli.command()
+@click.pass_obj
+@_handled
+def demo(state: _State) -> None:
+    """Record a scripted coding-agent session, SIGKILL it mid-turn, restore it and fork it.
+
+    Runs offline (no network, no API key) in the default store or --store.
+    """
+    from agentlog.demo import run_demo
+
+    console.print(f"[bold]agentlog demo[/bold] - store: {state.store_url}")
+    report = run_demo(state.store_url, log=lambda line: console.print(f"  • {line}"))
+    console.print()
+    table = Table(title="synthetic events written by crash recovery", title_justify="left")
+    for column in ("seq", "type", "what"):
+        table.add_column(column)
+    for event in report.closers:
+        table.add_row(str(event.seq), event.type, _summary(event))
+    console.print(table)
+    console.print()
+    console.print(f"session  {report.session_id}: {report.restored_messages} model messages after restore")
+    console.print(f"         file: {report.session_path}")
+    console.print(f"fork     {report.child_id}: {report.child_events} events, "
+                  f"{report.child_messages} model messages (seeded up to seq {report.fork_boundary})")
+    console.print(f"         file: {report.child_path}")
+    console.print()
+    console.print("next: " + f"agentlog show {report.session_id}   ·   agentlog verify {report.session_id}"
+                  f"   ·   agentlog inspect {report.child_id}")
+
+
+@cli.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON header per line.")
+@click.pass_obj
+@_handled
+def list_sessions(state: _State, as_json: bool) -> None:
+    """List the sessions in the store (reads headers only)."""
+    with state.store() as store:
+        headers = sorted(store.list(), key=lambda header: (header.created_at, header.id))
+    if as_json:
+        for header in headers:
+            sys.stdout.write(orjson.dumps(header.to_wire()).decode() + "\n")
+        return
+    table = Table()
+    for column in ("id", "created", "cwd", "parent"):
+        table.add_column(column)
+    for header in headers:
+        table.add_row(header.id, _iso(header.created_at), header.cwd or "", header.parent_session or "")
+    console.print(table)
+
+
+@cli.command()
+@click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True, help="The transcript as a JSON array of messages.")
+@click.pass_obj
+@_handled
+def show(state: _State, session_id: str, as_json: bool) -> None:
+    """Print the human transcript of a session (what the user saw, compaction aside)."""
+    from agentlog.messages import transcript
+
+    with state.store() as store:
+        inspection = store.inspect(session_id)
+    messages = transcript(inspection.events)
+    if as_json:
+        sys.stdout.write(orjson.dumps(messages, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    for message in messages:
+        _print_message(message)
+
+
+@cli.command()
+@click.argument("session_id")
+@click.pass_obj
+@_handled
+def verify(state: _State, session_id: str) -> None:
+    """Validate a session fully (restore rules + turn/step/tool invariants); exit 1 on failure."""
+    from agentlog.invariants import check_invariants
+    from agentlog.session import Session
+
+    with state.store() as store:
+        inspection = store.inspect(session_id)
+    session = Session.restore(session_id, inspection.events, inspection.header)
+    check_invariants(list(inspection.events))
+    messages = session.derive_messages()
+    console.print(f"[green]ok[/green] {session_id}: {len(inspection.events)} events, "
+                  f"{len(session.surface.nodes)} surface nodes, {len(messages)} model messages")
+
+
+@cli.command()
+@click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True, help="Every event as one compact JSON line.")
+@click.option("--from", "from_seq", type=int, default=0, help="Start at this seq.")
+@click.pass_obj
+@_handled
+def inspect(state: _State, session_id: str, as_json: bool, from_seq: int) -> None:
+    """List a session's events (never writes, even for a crashed session)."""
+    with state.store() as store:
+        inspection = store.inspect(session_id)
+    events = [event for event in inspection.events if event.seq >= from_seq]
+    if as_json:
+        out = sys.stdout
+        for event in events:
+            out.write(event.to_json().decode() + "\n")
+        return
+    header = inspection.header
+    lineage = f"  parent {header.parent_session}@{header.seed_length}" if header.parent_session else ""
+    console.print(f"[bold]{header.id}[/bold]  created {_iso(header.created_at)}  "
+                  f"cwd {header.cwd or '-'}{lineage}")
+    table = Table()
+    for column in ("seq", "type", "surface", "summary"):
+        table.add_column(column)
+    for event in events:
+        op = event.surface_op
+        surface = "" if op is None else ("append" if op == "append" else f"replace {op.start}..{op.end}")
+        table.add_row(str(event.seq), event.type, surface, _summary(event))
+    console.print(table)
+
+
+def _iso(ms: int) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _text_of(blocks: Any) -> str:
+    parts: list[str] = []
+    for block in blocks or ():
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in ("text", "reasoning"):
+            parts.append(str(block.get("text", "")))
+        elif kind == "tool-call":
+            parts.append(f"→ {block.get('name')}({block.get('arguments')})")
+        elif kind == "tool-result":
+            flag = " (error)" if block.get("isError") else ""
+            parts.append(f"← result{flag}: {_text_of(block.get('content'))}")
+    return " ".join(part for part in parts if part)
+
+
+def _clip(text: str, width: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _summary(event: Any) -> str:
+    data = event.data
+    if not isinstance(data, dict):
+        return ""
+    if event.type in ("turn/start", "step/start", "step/end"):
+        return " ".join(f"{key} {data[key]}" for key in ("turn", "step") if key in data)
+    if event.type == "turn/end":
+        reason = data.get("reason") or {}
+        return f"turn {data.get('turn')} {reason.get('kind') if isinstance(reason, dict) else reason}"
+    if event.type == "assistant/chunk":
+        chunk = data.get("chunk") or {}
+        return _clip(repr(chunk.get("text", chunk.get("argumentsDelta", ""))), 60)
+    if event.type == "user/message":
+        return _clip(_text_of(data.get("content")))
+    if event.type in ("assistant/message", "tool/result"):
+        message = data.get("message") or {}
+        return _clip(_text_of(message.get("content")))
+    if event.type == "tool/call":
+        return _clip(f"{data.get('name')} {data.get('arguments')}")
+    return _clip(orjson.dumps(data).decode(), 80)
+
+
+def _print_message(message: Any) -> None:
+    role = message.get("role")
+    source = message.get("source") or {}
+    label = {"user": "user", "assistant": "assistant"}.get(role, role)
+    if source.get("kind") == "tool":
+        label = "tool"
+    colour = {"user": "cyan", "assistant": "green", "tool": "yellow"}.get(label, "white")
+    console.print(f"[bold {colour}]{label}[/bold {colour}] {_clip(_text_of(message.get('content')), 400)}")
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Benchmarks: the standard workload (``workload``) and the runner that measures it."""

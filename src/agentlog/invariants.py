@@ -1,0 +1,295 @@
+"""Turn, step and tool-pairing invariants of a session log (spec session-core §11).
+
+One pure transition function serves both the offline check (``check_invariants``) and
+the live checker (``InvariantChecker``), so a log is judged by the same rules whether it
+is being written or read back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
+
+from agentlog.errors import InvariantError
+from agentlog.events import (
+    ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
+    REQUEST_CONTEXT,
+    REQUEST_HEADER,
+    STEP_END,
+    STEP_START,
+    TODO_WRITE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    Event,
+)
+from agentlog.jsonvalue import dumps
+from agentlog.repair import TOOL_NOT_STARTED
+
+if TYPE_CHECKING:
+    from agentlog.session import Session
+
+__all__ = [
+    "InvariantChecker",
+    "Trace",
+    "Transition",
+    "apply_transition",
+    "check_invariants",
+    "plan_transition",
+]
+
+PendingOp = Literal["keep", "add", "discard", "clear"]
+
+
+@dataclass(slots=True)
+class Trace:
+    """Where a log stands: last seq, open turn and step, next numbers, calls awaiting results."""
+
+    last_seq: int = -1
+    open_turn: int | None = None
+    open_step: int | None = None
+    next_turn: int = 1
+    next_step: int = 1
+    pending: set[str] = field(default_factory=set)
+
+
+class Transition(NamedTuple):
+    """The change one accepted event makes to a ``Trace``, computed before it commits."""
+
+    last_seq: int
+    open_turn: int | None
+    open_step: int | None
+    next_turn: int
+    next_step: int
+    pending_op: PendingOp = "keep"
+    call_id: str | None = None
+
+
+def _get(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, dict) else None
+
+
+def _first(value: Any) -> Any:
+    return value[0] if isinstance(value, (list, tuple)) and value else None
+
+
+def _is(value: Any, expected: int | None) -> bool:
+    """``value`` is the integer ``expected`` (never a bool, never when nothing is open)."""
+    return type(value) is int and value == expected
+
+
+def _show(value: Any) -> str:
+    """A value as it reads in an error message: ``null`` for None, JSON otherwise."""
+    if value is None:
+        return "null"
+    if type(value) is int:
+        return str(value)
+    try:
+        text = dumps(value).decode()
+    except Exception:
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def plan_transition(trace: Trace, event: Event) -> Transition:
+    """Check ``event`` against ``trace`` (rules I2-I9) without changing it.
+
+    Raises ``InvariantError`` naming the event's seq and type on the first broken rule;
+    otherwise returns the transition to apply once the event has committed.
+    """
+    if event.seq <= trace.last_seq:
+        raise _failure(event, f"seq must strictly increase: saw {event.seq} after {trace.last_seq}")
+    unchanged = Transition(event.seq, trace.open_turn, trace.open_step, trace.next_turn, trace.next_step)
+    rule = _RULES.get(event.type)
+    # user/message, session/end-seed and plugin types are unconstrained (I8).
+    return unchanged if rule is None else rule(trace, event, unchanged)
+
+
+def _failure(event: Event, detail: str) -> InvariantError:
+    return InvariantError(detail, seq=event.seq, event_type=event.type)
+
+
+def _turn_start(trace: Trace, event: Event, unchanged: Transition) -> Transition:
+    turn = _get(event.data, "turn")
+    if trace.open_turn is not None:
+        raise _failure(event, f"turn/start {_show(turn)} while turn {trace.open_turn} is still open")
+    if not _is(turn, trace.next_turn):
+        raise _failure(event, f"turn/start expected turn {trace.next_turn}, got {_show(turn)}")
+    return unchanged._replace(open_turn=trace.next_turn, next_step=1)
+
+
+def _turn_end(trace: Trace, event: Event, unchanged: Transition) -> Transition:
+    turn = _get(event.data, "turn")
+    if trace.open_turn is None or not _is(turn, trace.open_turn):
+        raise _failure(event, f"turn/end {_show(turn)} does not match open turn {_show(trace.open_turn)}")
+    if trace.open_step is not None:
+        raise _failure(event, f"turn/end {_show(turn)} while step {trace.open_step} is still open")
+    return unchanged._replace(open_turn=None, next_turn=trace.next_turn + 1)
+
+
+def _step_start(trace: Trace, event: Event, unchanged: Transition) -> Transition:
+    turn, step = _get(event.data, "turn"), _get(event.data, "step")
+    if trace.open_turn is None or not _is(turn, trace.open_turn):
+        raise _failure(event, f"step/start in turn {_show(turn)} but open turn is {_show(trace.open_turn)}")
+    if trace.open_step is not None:
+        raise _failure(event, f"step/start {_show(step)} while step {trace.open_step} is still open")
+    if not _is(step, trace.next_step):
+        raise _failure(
+            event, f"step/start expected step {trace.next_step} in turn {trace.open_turn}, got {_show(step)}"
+        )
+    return unchanged._replace(open_step=trace.next_step)
+
+
+def _step_end(trace: Trace, event: Event, unchanged: Transition) -> Transition:
+    _require_open_step(trace, event)
+    return unchanged._replace(open_step=None, next_step=trace.next_step + 1, pending_op="clear")
+
+
+def _step_scoped(trace: Trace, event: Event, unchanged: Transition) -> Transition:
+    _require_open_step(trace, event)
+    return unchanged
+
+
+def _tool_call(trace: Trace, event: Event, unchanged: Transition) -> Transition:
+    _require_open_step(trace, event)
+    call_id = _as_call_id(_get(event.data, "callId"))
+    return unchanged if call_id is None else unchanged._replace(pending_op="add", call_id=call_id)
+
+
+def _tool_result(trace: Trace, event: Event, unchanged: Transition) -> Transition:
+    if event.surface_op != "append":
+        # A replacement rewrites a result the surface already holds: turn work, not a new call.
+        if trace.open_turn is None:
+            raise _failure(event, "tool/result surface replacement appended outside any open turn")
+        return unchanged
+    _require_open_step(trace, event)
+    raw_id = _get(_get(_get(event.data, "message"), "source"), "callId")
+    call_id = _as_call_id(raw_id)
+    if (call_id is None or call_id not in trace.pending) and not _is_not_started(event.data):
+        raise _failure(event, f"tool/result for {_show(raw_id)} with no prior tool/call in this step")
+    return unchanged if call_id is None else unchanged._replace(pending_op="discard", call_id=call_id)
+
+
+def _turn_scoped(trace: Trace, event: Event, unchanged: Transition) -> Transition:
+    if trace.open_turn is None:
+        raise _failure(event, f"{event.type} appended outside any open turn "
+                              "(core execution events must be turn-enclosed)")
+    return unchanged
+
+
+_RULES: Final[dict[str, Callable[[Trace, Event, Transition], Transition]]] = {
+    TURN_START: _turn_start,
+    TURN_END: _turn_end,
+    STEP_START: _step_start,
+    STEP_END: _step_end,
+    ASSISTANT_CHUNK: _step_scoped,
+    ASSISTANT_MESSAGE: _step_scoped,
+    TOOL_CALL: _tool_call,
+    TOOL_RESULT: _tool_result,
+    TODO_WRITE: _turn_scoped,
+    REQUEST_HEADER: _turn_scoped,
+    REQUEST_CONTEXT: _turn_scoped,
+}
+
+
+def _require_open_step(trace: Trace, event: Event) -> None:
+    """A step-scoped event must name the open turn and the open step (I4, I5)."""
+    turn, step = _get(event.data, "turn"), _get(event.data, "step")
+    if trace.open_step is None or not (_is(turn, trace.open_turn) and _is(step, trace.open_step)):
+        raise _failure(
+            event,
+            f"{event.type} names turn {_show(turn)}/step {_show(step)} but open is "
+            f"turn {_show(trace.open_turn)}/step {_show(trace.open_step)}",
+        )
+
+
+def _as_call_id(value: Any) -> str | None:
+    """Call ids pair only as strings; any other value can never match a call."""
+    return value if type(value) is str else None
+
+
+def _is_not_started(data: Any) -> bool:
+    """The synthetic result crash repair writes for a call that never started (I6)."""
+    block = _first(_get(_get(data, "message"), "content"))
+    return _get(block, "isError") is True and _get(_get(data, "error"), "code") == TOOL_NOT_STARTED
+
+
+def apply_transition(trace: Trace, transition: Transition) -> None:
+    """Advance ``trace`` by a transition that ``plan_transition`` returned for it."""
+    trace.last_seq = transition.last_seq
+    trace.open_turn = transition.open_turn
+    trace.open_step = transition.open_step
+    trace.next_turn = transition.next_turn
+    trace.next_step = transition.next_step
+    op = transition.pending_op
+    if op == "clear":
+        trace.pending.clear()
+    elif op == "add" and transition.call_id is not None:
+        trace.pending.add(transition.call_id)
+    elif op == "discard" and transition.call_id is not None:
+        trace.pending.discard(transition.call_id)
+
+
+def check_invariants(events: Iterable[Event]) -> None:
+    """Raise ``InvariantError`` at the first event of ``events`` that breaks a rule of §11."""
+    trace = Trace()
+    for event in events:
+        apply_transition(trace, plan_transition(trace, event))
+
+
+class InvariantChecker:
+    """The invariants of one log, checked event by event as it grows.
+
+    ``validate`` is pure; ``commit`` advances the trace. Keeping them apart lets a live
+    session veto a candidate without the trace moving (spec I1).
+    """
+
+    __slots__ = ("_staged", "trace")
+
+    def __init__(self) -> None:
+        self.trace = Trace()
+        self._staged: tuple[Event, Transition] | None = None
+
+    def validate(self, event: Event) -> None:
+        """Check a candidate event (raising ``InvariantError``) and stage its transition."""
+        self._staged = (event, plan_transition(self.trace, event))
+
+    def commit(self, event: Event) -> None:
+        """Advance past a committed event, reusing its validation when it was the last one staged."""
+        staged = self._staged
+        self._staged = None
+        if staged is not None and staged[0] is event:
+            transition = staged[1]
+        else:
+            transition = plan_transition(self.trace, event)
+        apply_transition(self.trace, transition)
+
+    def feed(self, event: Event) -> None:
+        """Validate and commit one event (replay, offline streaming checks)."""
+        apply_transition(self.trace, plan_transition(self.trace, event))
+
+    @classmethod
+    def attach(cls, session: Session) -> Callable[[], None]:
+        """Check every future append of ``session``; returns a function that stops checking.
+
+        Replays the existing events first (raising ``InvariantError`` if they break a rule),
+        then validates each candidate before it commits (a failure vetoes the append) and
+        advances only after commit, so a veto by a later validator leaves no trace.
+        """
+        checker = cls()
+        for event in session.events:
+            try:
+                checker.feed(event)
+            except InvariantError as exc:
+                raise exc.locate(session_id=session.id) from None
+        remove_validator = session.add_validator(checker.validate)
+        unsubscribe = session.subscribe(checker.commit)
+
+        def detach() -> None:
+            remove_validator()
+            unsubscribe()
+
+        return detach

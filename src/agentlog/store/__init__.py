@@ -1,0 +1,1 @@
+"""Session stores: the store contract, write-behind writer, storage codec and backends."""

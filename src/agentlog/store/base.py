@@ -1,0 +1,542 @@
+"""The store contract and the orchestration every backend shares (spec persistence §1-§2, §6).
+
+A backend implements a few storage hooks (read a stored log, append a durable batch,
+commit a repair, list, lock, delete); ``Store`` turns them into the public contract:
+lazy creation, contiguous appends, cold load with committed crash repair, read-only
+inspection, live sessions with write-behind, forks and deletion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import threading
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentlog.errors import (
+    AgentlogError,
+    ConcurrentWriterError,
+    ForkError,
+    InvalidEventError,
+    SessionCorruptionError,
+    SessionExistsError,
+    SessionFormatUnsupportedError,
+    SessionNotFoundError,
+    UsageError,
+)
+from agentlog.events import (
+    KNOWN_EVENT_TYPES,
+    LEGACY_HEADER_DELTA,
+    REQUEST_HEADER,
+    TURN_END,
+    TURN_START,
+    Event,
+    is_safe_int,
+)
+from agentlog.header import SessionHeader
+from agentlog.repair import interrupted_turn_closers
+from agentlog.session import Session
+
+if TYPE_CHECKING:
+    from agentlog.store.writer import LiveSession
+
+__all__ = [
+    "DEFAULT_WRITE_DELAY_MS",
+    "Inspection",
+    "RawArtifact",
+    "Snapshot",
+    "Store",
+    "StoredLog",
+    "WriterLock",
+]
+
+DEFAULT_WRITE_DELAY_MS = 200
+"""The write-behind batching window: a fixed deadline from the first pending event."""
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """A session as stored: its header and an immutable list of events."""
+
+    header: SessionHeader
+    events: tuple[Event, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A listed session and its revision token (changes whenever the stored log changes)."""
+
+    header: SessionHeader
+    revision: str
+
+
+@dataclass(frozen=True, slots=True)
+class RawArtifact:
+    """The durable text of a session exactly as written (decoded from zstd if compressed)."""
+
+    header: SessionHeader
+    filename: str
+    content: str
+
+
+@dataclass(slots=True)
+class StoredLog:
+    """What a backend read: the valid contiguous prefix and an opaque torn-tail marker.
+
+    ``recovered`` are complete events found inside a torn tail that must be re-written
+    when the tail is truncated (zstd torn frames).
+    """
+
+    header: SessionHeader
+    events: list[Event]
+    revision: str
+    torn: Any = None
+    recovered: list[Event] = field(default_factory=list)
+
+
+class WriterLock(ABC):
+    """An exclusive right to write one session, held by one ``LiveSession``."""
+
+    @abstractmethod
+    def release(self) -> None:
+        """Give the lock up (idempotent)."""
+
+
+@dataclass(slots=True)
+class _State:
+    """What this process knows of one session's durable log."""
+
+    header: SessionHeader
+    cursor: int = 0
+    materialized: bool = False
+
+
+class Store(ABC):
+    """A place where sessions live durably. Backends implement the ``_hooks``.
+
+    Blocking methods have ``a``-prefixed async twins that run them off the event loop.
+    """
+
+    name = "store"
+
+    def __init__(self, *, write_delay_ms: int = DEFAULT_WRITE_DELAY_MS) -> None:
+        if not is_safe_int(write_delay_ms) or not 1 <= write_delay_ms <= 2_147_483_647:
+            raise ValueError(
+                f"write_delay_ms must be an integer between 1 and 2147483647, got {write_delay_ms!r}"
+            )
+        self.write_delay_ms = write_delay_ms
+        self._guard = threading.Lock()
+        self._id_locks: dict[str, threading.RLock] = {}
+        self._states: dict[str, _State] = {}
+        self._live: dict[str, LiveSession] = {}
+        self._closed = False
+
+    # -- hooks for backends ------------------------------------------------------------
+
+    @abstractmethod
+    def _load_stored(self, session_id: str) -> StoredLog | None:
+        """Read a stored log (header, valid prefix, torn marker), or None if absent."""
+
+    def _load_stored_from(self, session_id: str, from_seq: int) -> StoredLog | None:
+        """Read events with ``seq >= from_seq``; seek-capable backends override this."""
+        stored = self._load_stored(session_id)
+        if stored is not None:
+            stored.events = stored.events[from_seq:]
+        return stored
+
+    @abstractmethod
+    def _stored_exists(self, session_id: str) -> bool:
+        """True when any stored artifact holds this id."""
+
+    @abstractmethod
+    def _append_batch(self, header: SessionHeader, events: Sequence[Event], *, materialize: bool) -> None:
+        """Durably append a contiguous batch; ``materialize`` creates the stored session atomically."""
+
+    @abstractmethod
+    def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
+        """Truncate the torn tail (if ``torn`` is not None), then durably append ``events``."""
+
+    @abstractmethod
+    def _list_snapshots(self) -> list[Snapshot]:
+        """Every materialized session with its revision."""
+
+    def _list_headers(self) -> list[SessionHeader]:
+        return [snapshot.header for snapshot in self._list_snapshots()]
+
+    @abstractmethod
+    def _acquire_writer_lock(self, session_id: str) -> WriterLock:
+        """Take the session's exclusive writer lock or raise ``SessionLockedError``."""
+
+    @abstractmethod
+    def _delete_stored(self, session_id: str) -> None:
+        """Remove every stored artifact of the session."""
+
+    @abstractmethod
+    def _children_of(self, session_id: str) -> list[str]:
+        """Ids of stored sessions whose prefix references this one."""
+
+    def _read_raw(self, session_id: str) -> RawArtifact | None:
+        raise UsageError(f"the {self.name} store does not expose raw artifacts", session_id=session_id)
+
+    def _close_backend(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
+        """Release backend resources (connections, file handles)."""
+
+    # -- per-id serialization -------------------------------------------------------------
+
+    @contextmanager
+    def _serialized(self, session_id: str) -> Iterator[None]:
+        with self._guard:
+            lock = self._id_locks.setdefault(session_id, threading.RLock())
+        with lock:
+            yield
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError(f"the {self.name} store is closed")
+
+    # -- the public contract ---------------------------------------------------------------
+
+    def locate(self, header: SessionHeader) -> str | None:
+        """Where the session's artifact lives (a path hint), or None for database backends."""
+        return None
+
+    def create(self, header: SessionHeader) -> None:
+        """Record a new session; nothing is written until its first append (lazy)."""
+        self._check_open()
+        sid = header.id
+        with self._serialized(sid):
+            if sid in self._states or sid in self._live:
+                raise SessionExistsError("session already exists in this store", session_id=sid)
+            if self._stored_exists(sid):
+                raise SessionExistsError("session already has a persisted log", session_id=sid)
+            self._states[sid] = _State(header)
+
+    def append(self, session_id: str, events: Iterable[Event | dict[str, Any]]) -> None:
+        """Durably append a contiguous batch that continues the stored log."""
+        self._check_open()
+        batch = [event if type(event) is Event else Event.from_wire(event) for event in events]
+        for event in batch:
+            _refuse_retired(event, session_id)
+        if not batch:
+            return
+        for index, event in enumerate(batch[1:], 1):
+            if event.seq != batch[0].seq + index:
+                raise InvalidEventError(
+                    f"append seq mismatch: batch is not contiguous at seq {event.seq}",
+                    session_id=session_id, seq=event.seq,
+                )
+        with self._serialized(session_id):
+            if session_id in self._live:
+                raise UsageError("cannot append directly while the session is live", session_id=session_id)
+            state = self._states.get(session_id) or self._adopt(session_id)
+            self._write(state, batch)
+
+    def _write(self, state: _State, batch: Sequence[Event]) -> None:
+        """Append ``batch`` at ``state.cursor``; the cursor moves only after a durable write."""
+        if batch[0].seq != state.cursor:
+            raise ConcurrentWriterError(
+                f"append seq mismatch: stored next seq is {state.cursor}, batch starts at {batch[0].seq}",
+                session_id=state.header.id, seq=batch[0].seq,
+            )
+        self._append_batch(state.header, batch, materialize=not state.materialized)
+        state.materialized = True
+        state.cursor += len(batch)
+
+    def _adopt(self, session_id: str) -> _State:
+        """Take over a cold stored session for appending: load it and commit its repair."""
+        inspection = self._load_committed(session_id)
+        state = _State(inspection.header, len(inspection.events), True)
+        self._states[session_id] = state
+        return state
+
+    def load(self, session_id: str) -> Inspection:
+        """The balanced stored log; an interrupted turn is closed durably (once) first."""
+        self._check_open()
+        live = self._live.get(session_id)
+        if live is not None:
+            return live.durable_view()
+        with self._serialized(session_id):
+            return self._load_committed(session_id)
+
+    def _load_committed(self, session_id: str) -> Inspection:
+        stored, events, closers = self._prepare(session_id)
+        if stored.torn is not None or closers:
+            self._commit_repair(stored.header, stored.torn, [*stored.recovered, *closers])
+        all_events = (*events, *closers)
+        state = self._states.get(session_id)
+        if state is None:
+            self._states[session_id] = _State(stored.header, len(all_events), True)
+        else:
+            state.cursor, state.materialized = len(all_events), True
+        return Inspection(stored.header, all_events)
+
+    def inspect(self, session_id: str) -> Inspection:
+        """Like ``load`` but never writes: closers of an interrupted turn exist only in the result."""
+        self._check_open()
+        live = self._live.get(session_id)
+        if live is not None:
+            return Inspection(live.session.header, tuple(live.session.events))
+        with self._serialized(session_id):
+            stored, events, closers = self._prepare(session_id)
+        return Inspection(stored.header, (*events, *closers))
+
+    def _prepare(self, session_id: str) -> tuple[StoredLog, list[Event], list[Event]]:
+        """Read, validate (as ``Session.restore`` does) and compute closers of a cold session."""
+        stored = self._load_stored(session_id)
+        if stored is None:
+            raise SessionNotFoundError("session not found", session_id=session_id)
+        events = [*stored.events, *stored.recovered]
+        try:
+            if stored.header.id != session_id:
+                raise InvalidEventError(f"header id {stored.header.id!r} does not match")
+            for event in events:
+                _refuse_retired(event, session_id)
+                _refuse_unknown(event, session_id)
+            Session.restore(session_id, events, stored.header)
+        except SessionFormatUnsupportedError:
+            raise
+        except AgentlogError as exc:
+            raise SessionCorruptionError(
+                f'stored session "{session_id}" failed validation: {exc}', session_id=session_id
+            ) from exc
+        return stored, events, interrupted_turn_closers(events)
+
+    def read_from(self, session_id: str, from_seq: int) -> Inspection:
+        """Stored events with ``seq >= from_seq`` (no repair, no closers); [] past the end."""
+        self._check_open()
+        if not is_safe_int(from_seq) or from_seq < 0:
+            raise InvalidEventError(f"from_seq must be a non-negative safe integer, got {from_seq!r}",
+                                    session_id=session_id)
+        stored = self._load_stored_from(session_id, from_seq)
+        if stored is None:
+            raise SessionNotFoundError("session not found", session_id=session_id)
+        return Inspection(stored.header, tuple(stored.events))
+
+    def list(self) -> list[SessionHeader]:
+        """Headers of every materialized session (no event is read)."""
+        self._check_open()
+        return self._list_headers()
+
+    def list_snapshots(self) -> builtins.list[Snapshot]:
+        """Every materialized session with its revision token."""
+        self._check_open()
+        return self._list_snapshots()
+
+    def read_raw(self, session_id: str) -> RawArtifact | None:
+        """The durable artifact as written, for backends that keep one (JSONL)."""
+        self._check_open()
+        return self._read_raw(session_id)
+
+    # -- live sessions ---------------------------------------------------------------------
+
+    def start(self, header: SessionHeader | str) -> LiveSession:
+        """A new live session; its first flushed batch materializes it."""
+        from agentlog.store.writer import LiveSession
+
+        resolved = SessionHeader(id=header) if isinstance(header, str) else header
+        self.create(resolved)
+        try:
+            lock = self._acquire_writer_lock(resolved.id)
+        except BaseException:
+            self._states.pop(resolved.id, None)
+            raise
+        session = Session.create(resolved.id, header=resolved)
+        return LiveSession(self, session, self._states[resolved.id], lock)
+
+    def open(self, session_id: str) -> LiveSession:
+        """Resume a stored session for writing: lock, load (committing repair), restore."""
+        from agentlog.store.writer import LiveSession
+
+        self._check_open()
+        lock = self._acquire_writer_lock(session_id)
+        try:
+            with self._serialized(session_id):
+                inspection = self._load_committed(session_id)
+                state = self._states[session_id]
+                session = Session.restore(session_id, inspection.events, inspection.header)
+                return LiveSession(self, session, state, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    def fork(self, session_id: str, boundary: int | None = None, child_id: str | None = None) -> LiveSession:
+        """A live child seeded with the stable prefix ``[0, boundary]`` of a stored session."""
+        from agentlog.fork import check_fork_boundary
+        from agentlog.store.writer import LiveSession
+
+        self._check_open()
+        live = self._live.get(session_id)
+        if live is not None:
+            live.flush()
+        source = self.inspect(session_id)
+        stored_events = source.events[: self._durable_length(session_id, source)]
+        prefix = stored_events[: check_fork_boundary(stored_events, boundary, session_id)]
+        header = SessionHeader(
+            id=child_id if child_id is not None else f"{session_id}-fork-{uuid.uuid4().hex[:12]}",
+            cwd=source.header.cwd, parent_session=session_id, seed_length=len(prefix),
+        )
+        try:
+            self.create(header)
+        except SessionExistsError as exc:
+            raise ForkError(str(exc.detail), session_id=header.id, code="SESSION_ALREADY_EXISTS") from None
+        try:
+            lock = self._acquire_writer_lock(header.id)
+        except BaseException:
+            self._states.pop(header.id, None)
+            raise
+        try:
+            session = Session.create(header.id, seed=prefix, header=header)
+            state = self._states[header.id]
+            self._write_fork_prefix(header, prefix, state)
+            return LiveSession(self, session, state, lock)
+        except BaseException:
+            lock.release()
+            self._states.pop(header.id, None)
+            raise
+
+    def _durable_length(self, session_id: str, inspection: Inspection) -> int:
+        """How many of an inspection's events are stored (the rest are in-memory closers)."""
+        return len(inspection.events) - len(interrupted_turn_closers(list(inspection.events)))
+
+    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State) -> None:
+        """Persist a fork child's seed; backends that share prefixes override this (O(1))."""
+        if prefix:
+            self._write(state, prefix)
+
+    def delete(self, session_id: str) -> None:
+        """Remove a stored session; refused while it is live or while fork children reference it."""
+        self._check_open()
+        with self._serialized(session_id):
+            if session_id in self._live:
+                raise UsageError("cannot delete a live session; close it first", session_id=session_id)
+            if not self._stored_exists(session_id) and session_id not in self._states:
+                raise SessionNotFoundError("session not found", session_id=session_id)
+            children = self._children_of(session_id)
+            if children:
+                raise UsageError(
+                    f"cannot delete: fork children reference this session ({', '.join(sorted(children))})",
+                    session_id=session_id,
+                )
+            lock = self._acquire_writer_lock(session_id)
+            try:
+                self._delete_stored(session_id)
+                self._states.pop(session_id, None)
+            finally:
+                lock.release()
+
+    def close(self) -> None:
+        """Drain and close every live session, then release the backend (idempotent)."""
+        if self._closed:
+            return
+        errors: builtins.list[Exception] = []
+        for live in list(self._live.values()):
+            try:
+                live.close()
+            except Exception as exc:
+                errors.append(exc)
+        self._closed = True
+        self._close_backend()
+        if errors:
+            raise ExceptionGroup(f"{self.name} store close failed", errors)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- bookkeeping for LiveSession ----------------------------------------------------------
+
+    def _attach_live(self, live: LiveSession) -> None:
+        with self._guard:
+            self._live[live.session.id] = live
+
+    def _detach_live(self, live: LiveSession) -> None:
+        with self._guard:
+            if self._live.get(live.session.id) is live:
+                del self._live[live.session.id]
+            state = self._states.get(live.session.id)
+            if state is not None and not state.materialized:
+                del self._states[live.session.id]
+
+    # -- async twins -------------------------------------------------------------------------
+
+    async def acreate(self, header: SessionHeader) -> None:
+        await asyncio.to_thread(self.create, header)
+
+    async def aappend(self, session_id: str, events: Iterable[Event | dict[str, Any]]) -> None:
+        await asyncio.to_thread(self.append, session_id, list(events))
+
+    async def aload(self, session_id: str) -> Inspection:
+        return await asyncio.to_thread(self.load, session_id)
+
+    async def ainspect(self, session_id: str) -> Inspection:
+        return await asyncio.to_thread(self.inspect, session_id)
+
+    async def aread_from(self, session_id: str, from_seq: int) -> Inspection:
+        return await asyncio.to_thread(self.read_from, session_id, from_seq)
+
+    async def alist(self) -> builtins.list[SessionHeader]:
+        return await asyncio.to_thread(self.list)
+
+    async def alist_snapshots(self) -> builtins.list[Snapshot]:
+        return await asyncio.to_thread(self.list_snapshots)
+
+    async def aread_raw(self, session_id: str) -> RawArtifact | None:
+        return await asyncio.to_thread(self.read_raw, session_id)
+
+    async def astart(self, header: SessionHeader | str) -> LiveSession:
+        return await asyncio.to_thread(self.start, header)
+
+    async def aopen(self, session_id: str) -> LiveSession:
+        return await asyncio.to_thread(self.open, session_id)
+
+    async def afork(self, session_id: str, boundary: int | None = None,
+                    child_id: str | None = None) -> LiveSession:
+        return await asyncio.to_thread(self.fork, session_id, boundary, child_id)
+
+    async def adelete(self, session_id: str) -> None:
+        await asyncio.to_thread(self.delete, session_id)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+
+_RETIRED = frozenset({LEGACY_HEADER_DELTA, "mode/set"})
+
+
+def _refuse_retired(event: Event, session_id: str) -> None:
+    if event.type in _RETIRED:
+        raise InvalidEventError(f"unsupported legacy {event.type} at seq {event.seq}",
+                                session_id=session_id, seq=event.seq)
+    if event.type == REQUEST_HEADER and isinstance(event.data, dict) and (
+        event.data.get("reason") == "fallback"
+    ):
+        raise InvalidEventError(
+            f'unsupported legacy request/header reason "fallback" at seq {event.seq}',
+            session_id=session_id, seq=event.seq,
+        )
+
+
+def _refuse_unknown(event: Event, session_id: str) -> None:
+    if event.type not in KNOWN_EVENT_TYPES and not event.ignorable:
+        raise SessionFormatUnsupportedError(
+            f"event type {event.type!r} at seq {event.seq} is not marked ignorable; "
+            "it was likely written by a newer agentlog or DSH",
+            session_id=session_id, seq=event.seq,
+        )
+
+
+def last_turn_is_open(events: Sequence[Event]) -> bool:
+    """True when the last ``turn/start`` has no ``turn/end`` after it."""
+    for event in reversed(events):
+        if event.type == TURN_END:
+            return False
+        if event.type == TURN_START:
+            return True
+    return False

@@ -1,0 +1,64 @@
+"""The few file-system calls the JSONL store makes, in one replaceable object.
+
+Durability code is only as good as its failure handling; routing every write and fsync
+through ``FileSystem`` lets tests inject real ``OSError``s (ENOSPC at the Nth write) into
+real files.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["FileSystem"]
+
+
+class FileSystem:
+    """Thin wrappers over ``os``; subclass to inject faults."""
+
+    def open(self, path: str, flags: int, mode: int = 0o600) -> int:
+        return os.open(path, flags | getattr(os, "O_CLOEXEC", 0), mode)
+
+    def write(self, fd: int, data: bytes) -> None:
+        """Write all of ``data`` (loops over short writes)."""
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+
+    def fsync(self, fd: int) -> None:
+        os.fsync(fd)
+
+    def close(self, fd: int) -> None:
+        os.close(fd)
+
+    def truncate(self, fd: int, length: int) -> None:
+        os.ftruncate(fd, length)
+
+    def link(self, source: str, target: str) -> None:
+        os.link(source, target)
+
+    def fsync_dir(self, path: str) -> None:
+        """fsync a directory so a new entry in it survives a crash."""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def makedirs(self, path: str) -> None:
+        """Create missing directories (0700), fsyncing each parent of a created one."""
+        missing: list[str] = []
+        current = path
+        while not os.path.isdir(current):
+            missing.append(current)
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        for directory in reversed(missing):
+            try:
+                os.mkdir(directory, 0o700)
+            except FileExistsError:
+                if not os.path.isdir(directory):
+                    raise
+            self.fsync_dir(os.path.dirname(directory) or ".")

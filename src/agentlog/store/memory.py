@@ -1,0 +1,104 @@
+"""MemoryStore: the store contract held in process memory, for tests and demos.
+
+It enforces the same rules as the durable backends (contiguous seqs, one writer per
+session, lazy materialization, committed repair), so code tested against it behaves
+the same on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentlog.errors import SessionLockedError
+from agentlog.events import Event
+from agentlog.header import SessionHeader
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Snapshot, Store, StoredLog, WriterLock
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass(slots=True)
+class _Stored:
+    header: SessionHeader
+    events: list[Event] = field(default_factory=list)
+    incarnation: str = field(default_factory=lambda: uuid.uuid4().hex)
+    revision: int = 0
+
+
+class _MemoryLock(WriterLock):
+    def __init__(self, store: MemoryStore, session_id: str) -> None:
+        self._store = store
+        self._session_id = session_id
+        self._held = True
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            with self._store._locks_guard:
+                self._store._locked.discard(self._session_id)
+
+
+class MemoryStore(Store):
+    """Sessions kept in a dict; nothing survives the process."""
+
+    name = "memory"
+
+    def __init__(self, *, write_delay_ms: int = DEFAULT_WRITE_DELAY_MS) -> None:
+        super().__init__(write_delay_ms=write_delay_ms)
+        self._store_id = uuid.uuid4().hex
+        self._sessions: dict[str, _Stored] = {}
+        self._locked: set[str] = set()
+        self._locks_guard = threading.Lock()
+
+    def reopen(self) -> MemoryStore:
+        """A new store instance over the same sessions, as if the process had restarted."""
+        other = MemoryStore(write_delay_ms=self.write_delay_ms)
+        other._store_id = self._store_id
+        other._sessions = self._sessions
+        return other
+
+    def _revision(self, stored: _Stored) -> str:
+        return f"memory:{self._store_id}:{stored.incarnation}:{stored.revision}"
+
+    def _load_stored(self, session_id: str) -> StoredLog | None:
+        stored = self._sessions.get(session_id)
+        if stored is None:
+            return None
+        return StoredLog(stored.header, list(stored.events), self._revision(stored))
+
+    def _stored_exists(self, session_id: str) -> bool:
+        return session_id in self._sessions
+
+    def _append_batch(self, header: SessionHeader, events: Sequence[Event], *, materialize: bool) -> None:
+        stored = self._sessions.get(header.id)
+        if stored is None:
+            stored = self._sessions[header.id] = _Stored(header)
+        stored.events.extend(events)
+        stored.revision += 1
+
+    def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
+        self._append_batch(header, events, materialize=False)
+
+    def _list_snapshots(self) -> list[Snapshot]:
+        return [Snapshot(s.header, self._revision(s)) for s in self._sessions.values()]
+
+    def _acquire_writer_lock(self, session_id: str) -> WriterLock:
+        with self._locks_guard:
+            if session_id in self._locked:
+                raise SessionLockedError(
+                    f"session is already open for writing by process {os.getpid()}",
+                    session_id=session_id, pid=os.getpid(),
+                )
+            self._locked.add(session_id)
+        return _MemoryLock(self, session_id)
+
+    def _delete_stored(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+
+    def _children_of(self, session_id: str) -> list[str]:
+        return []

@@ -1,0 +1,62 @@
+"""``open_store(url)``: one string names a store backend and its location."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from agentlog.errors import UsageError
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
+
+__all__ = ["default_store_url", "open_store"]
+
+
+def default_store_url() -> str:
+    """``$AGENTLOG_STORE``, else a JSONL store under the user's data directory."""
+    configured = os.environ.get("AGENTLOG_STORE")
+    if configured:
+        return configured
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return f"jsonl://{Path(base, 'agentlog', 'sessions')}"
+
+
+def open_store(url: str) -> Store:
+    """Open the store a URL names.
+
+    - ``jsonl:///path/to/root`` (or a bare path): JSONL transcripts, zstd frames by default;
+      ``?compression=none`` for raw lines, ``?pack_chunks=false`` for one event per line;
+    - ``memory:``: in-process only;
+    - every scheme accepts ``?write_delay_ms=N`` (the write-behind window, default 200).
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if not scheme or (len(scheme) == 1 and os.name == "nt"):
+        scheme, path = "jsonl", url
+    else:
+        path = unquote(parts.netloc + parts.path)
+    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+    try:
+        delay = int(query.pop("write_delay_ms", DEFAULT_WRITE_DELAY_MS))
+    except ValueError:
+        raise UsageError(f"write_delay_ms must be an integer in {url!r}") from None
+    if scheme == "memory":
+        from agentlog.store.memory import MemoryStore
+
+        store: Store = MemoryStore(write_delay_ms=delay)
+    elif scheme == "jsonl":
+        from agentlog.store.jsonl import JsonlStore
+
+        if not path:
+            raise UsageError(f"jsonl store URL needs a directory: {url!r}")
+        compression = query.pop("compression", "zstd")
+        if compression not in ("zstd", "none"):
+            raise UsageError(f'compression must be "zstd" or "none" in {url!r}')
+        pack = query.pop("pack_chunks", "true").lower() not in ("false", "0", "no")
+        store = JsonlStore(os.path.expanduser(path), compression="zstd" if compression == "zstd" else "none",
+                           pack_chunks=pack, write_delay_ms=delay)
+    else:
+        raise UsageError(f"unknown store scheme {scheme!r} in {url!r} (expected jsonl:, memory:)")
+    if query:
+        raise UsageError(f"unknown store option(s) {', '.join(sorted(query))} in {url!r}")
+    return store

@@ -1,0 +1,231 @@
+"""Write-behind: a live session whose appends reach the store in batches (spec persistence §3).
+
+Appends only queue the (immutable) event and never wait for I/O. A background thread
+writes the queue once a fixed window has passed since the first queued event (a bounded
+coalescing window, not a debounce). ``flush()`` writes everything queued before it and
+returns only when that is durable. A failed background write keeps its batch, pauses
+automatic writing and is reported once; the next event or ``flush()`` retries it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from agentlog.errors import AgentlogError, PersistenceIOError, UsageError
+from agentlog.events import Event
+from agentlog.session import Session
+
+if TYPE_CHECKING:
+    from agentlog.store.base import Inspection, Store, WriterLock, _State
+
+__all__ = ["LiveSession"]
+
+logger = logging.getLogger("agentlog")
+
+
+class LiveSession:
+    """A ``Session`` bound to a store: every append is persisted by write-behind.
+
+    Use ``session`` to append and read, ``flush()`` for a durable checkpoint and ``close()``
+    (or a ``with`` block) to drain and release the session's writer lock.
+    """
+
+    def __init__(self, store: Store, session: Session, state: _State, lock: WriterLock) -> None:
+        self.store = store
+        self.session = session
+        self._state = state
+        self._lock = lock
+        self._delay = store.write_delay_ms / 1000.0
+        self._queue: list[Event] = list(session.events[state.cursor :])
+        self._queue_guard = threading.Condition(threading.Lock())
+        self._io = threading.Lock()
+        self._deadline: float | None = time.monotonic() + self._delay if self._queue else None
+        self._paused = False
+        self._barriers = 0
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._unsubscribe = session.subscribe(self._admit)
+        store._attach_live(self)
+        if self._queue:
+            self._ensure_thread()
+
+    # -- public ------------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+    @property
+    def durable_seq(self) -> int:
+        """Number of events known durable."""
+        return self._state.cursor
+
+    def flush(self) -> None:
+        """Return once every event appended before this call is durable; raise if it is not."""
+        with self._queue_guard:
+            self._barriers += 1
+            self._deadline = None
+            self._paused = False
+        try:
+            with self._io:
+                while True:
+                    with self._queue_guard:
+                        batch = self._queue
+                        self._queue = []
+                    if not batch:
+                        return
+                    try:
+                        self._write(batch)
+                    except BaseException:
+                        with self._queue_guard:
+                            self._queue = batch + self._queue
+                            self._paused = True
+                        raise
+        finally:
+            with self._queue_guard:
+                self._barriers -= 1
+                if self._queue and self._barriers == 0 and not self._paused and self._deadline is None:
+                    self._deadline = time.monotonic() + self._delay
+                    self._queue_guard.notify_all()
+
+    def close(self) -> None:
+        """Flush, stop the writer and release the writer lock (idempotent)."""
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            self._unsubscribe()
+            with self._queue_guard:
+                self._queue_guard.notify_all()
+            if self._thread is not None and self._thread is not threading.current_thread():
+                self._thread.join()
+            self._lock.release()
+            self.store._detach_live(self)
+
+    def abandon(self) -> None:
+        """Stop without flushing (what a crash does); queued events are dropped."""
+        self._closed = True
+        self._unsubscribe()
+        with self._queue_guard:
+            self._queue = []
+            self._queue_guard.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+        self._lock.release()
+        self.store._detach_live(self)
+
+    def durable_view(self) -> Inspection:
+        """The live log for ``Store.load``: flushed first, refused while a turn is open."""
+        from agentlog.errors import SessionNotFoundError
+        from agentlog.store.base import Inspection, last_turn_is_open
+
+        events = tuple(self.session.events)
+        self.flush()
+        if not events:
+            raise SessionNotFoundError("session not found (nothing persisted yet)", session_id=self.id)
+        if last_turn_is_open(events):
+            raise UsageError("cannot load: the live turn is open", session_id=self.id)
+        return Inspection(self.session.header, events)
+
+    async def aflush(self) -> None:
+        """``flush()`` without blocking the event loop."""
+        await asyncio.to_thread(self.flush)
+
+    async def aclose(self) -> None:
+        """``close()`` without blocking the event loop."""
+        await asyncio.to_thread(self.close)
+
+    def __enter__(self) -> LiveSession:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    async def __aenter__(self) -> LiveSession:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"LiveSession(id={self.id!r}, events={self.session.seq}, durable={self.durable_seq})"
+
+    # -- write-behind machinery ----------------------------------------------------------------
+
+    def _admit(self, event: Event) -> None:
+        """Session observer: queue the committed event; start the window if the queue was empty."""
+        if self._closed:
+            return
+        with self._queue_guard:
+            was_empty = not self._queue
+            self._queue.append(event)
+            if self._paused:
+                self._paused = False
+                self._deadline = time.monotonic() + self._delay
+                self._queue_guard.notify_all()
+            elif was_empty and self._barriers == 0 and self._deadline is None:
+                self._deadline = time.monotonic() + self._delay
+                self._queue_guard.notify_all()
+        if self._thread is None:
+            self._ensure_thread()
+
+    def _ensure_thread(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"agentlog-writer-{self.id}", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        """The background writer: wait for the deadline, then write the whole queue."""
+        while True:
+            with self._queue_guard:
+                while not self._closed and (self._deadline is None or self._paused):
+                    self._queue_guard.wait()
+                if self._closed:
+                    return
+                assert self._deadline is not None
+                remaining = self._deadline - time.monotonic()
+                if remaining > 0:
+                    self._queue_guard.wait(remaining)
+                    continue
+                self._deadline = None
+            self._background_write()
+
+    def _background_write(self) -> None:
+        with self._io:
+            with self._queue_guard:
+                batch = self._queue
+                self._queue = []
+            if not batch:
+                return
+            try:
+                self._write(batch)
+            except Exception as exc:
+                with self._queue_guard:
+                    self._queue = batch + self._queue
+                    self._paused = True
+                    self._deadline = None
+                logger.warning('session "%s": background write of %d events failed '
+                               "(buffered events retained): %s", self.id, len(batch), exc)
+                return
+            with self._queue_guard:
+                if self._queue and self._deadline is None and self._barriers == 0 and not self._paused:
+                    self._deadline = time.monotonic() + self._delay
+
+    def _write(self, batch: list[Event]) -> None:
+        store = self.store
+        try:
+            with store._serialized(self.id):
+                store._write(self._state, batch)
+        except AgentlogError:
+            raise
+        except OSError as exc:
+            raise PersistenceIOError(f"write failed: {exc}", session_id=self.id, seq=batch[0].seq) from exc

@@ -1,0 +1,68 @@
+"""The public API: ``agentlog.__all__`` is complete, ordered and importable; ``py.typed`` ships."""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import agentlog
+
+INIT = Path(agentlog.__file__)
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+def public_names_defined_in_init() -> list[str]:
+    """Names ``agentlog/__init__.py`` imports or assigns (``__version__`` included), in file order."""
+    names: list[str] = []
+    for node in ast.parse(INIT.read_text()).body:
+        if isinstance(node, ast.ImportFrom):
+            names += [alias.asname or alias.name for alias in node.names]
+        elif isinstance(node, ast.Assign):
+            names += [target.id for target in node.targets if isinstance(target, ast.Name)]
+    return [
+        name for name in names if name != "__all__" and (not name.startswith("_") or name == "__version__")
+    ]
+
+
+def isort_style_key(name: str) -> tuple[int, list[object]]:
+    """Ruff's RUF022 order: SCREAMING_CASE, then CamelCase, then the rest; natural sort within each."""
+    if name.upper() == name and any(char.isalpha() for char in name):
+        group = 0
+    elif name[0].isupper():
+        group = 1
+    else:
+        group = 2
+    natural = [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+    return group, natural
+
+
+def test_all_lists_exactly_the_public_names_of_init() -> None:
+    defined = public_names_defined_in_init()
+    assert len(defined) == len(set(defined))
+    assert set(agentlog.__all__) == set(defined)
+
+
+def test_all_is_sorted_constants_then_classes_then_functions() -> None:
+    assert agentlog.__all__ == sorted(agentlog.__all__, key=isort_style_key)
+
+
+def test_every_exported_name_resolves() -> None:
+    for name in agentlog.__all__:
+        assert getattr(agentlog, name) is not None
+    namespace: dict[str, object] = {}
+    exec("from agentlog import *", namespace)
+    assert set(agentlog.__all__) <= set(namespace)
+
+
+def test_version_matches_the_distribution() -> None:
+    project = tomllib.loads(PYPROJECT.read_text())["project"]
+    assert agentlog.__version__ == project["version"]
+
+
+def test_py_typed_marker_ships_with_the_package() -> None:
+    assert resources.files("agentlog").joinpath("py.typed").is_file()
+    package_data = tomllib.loads(PYPROJECT.read_text())["tool"]["setuptools"]["package-data"]
+    assert "py.typed" in package_data["agentlog"]
