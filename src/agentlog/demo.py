@@ -144,7 +144,7 @@ def _run(store: Store, store_url: str, log: Callable[[str], None]) -> DemoReport
     session_id = f"demo-{stamp}-{os.getpid() % 10000:04d}"
     header = SessionHeader(id=session_id, cwd=os.getcwd())
     with store.start(header) as live:
-        recorder = Recorder(live.session, flush=live.flush)
+        recorder = Recorder(live)
         record_turn(recorder, 0)
         record_turn(recorder, 1)
         recorded = live.session.seq
@@ -161,7 +161,7 @@ def _run(store: Store, store_url: str, log: Callable[[str], None]) -> DemoReport
 
     child_id = f"{session_id}-fork"
     with store.fork(session_id, boundary, child_id) as child:
-        recorder = Recorder(child.session, flush=child.flush)
+        recorder = Recorder(child)
         with recorder.turn() as turn, turn.step() as step:
             step.user_message("Instead of coverage, just list the test files.")
             step.request_header(HEADER)
@@ -206,7 +206,7 @@ def _read_line(stream: Any) -> str:
 def _worker(store_url: str, session_id: str) -> None:
     store = open_store(store_url)
     live = store.open(session_id)
-    recorder = Recorder(live.session, flush=live.flush)
+    recorder = Recorder(live)
 
     def ready() -> None:
         print(f"READY {live.durable_seq}", flush=True)

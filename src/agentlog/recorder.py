@@ -12,7 +12,7 @@ import inspect
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from agentlog.errors import InvalidEventError, UsageError
 from agentlog.events import (
@@ -35,6 +35,9 @@ from agentlog.jsonvalue import FrozenDict, freeze, frozen_dict
 from agentlog.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 from agentlog.request_header import canonical_header, check_request_header_shape, header_equals
 from agentlog.session import Session
+
+if TYPE_CHECKING:
+    from agentlog.store.writer import LiveSession
 
 __all__ = ["Flush", "Recorder", "Step", "Turn", "llm_failure", "turn_end_reason"]
 
@@ -183,16 +186,23 @@ class Recorder:
     """Writes turns and steps into ``session`` with the event vocabulary and order of DSH's loop.
 
     ``flush`` (optional) is a checkpoint run after the request header is logged (before each
-    model request) and after each ``tool/call`` (before the tool runs); ``compactor`` is kept
-    for the loop's compaction policy.
+    model request) and after each ``tool/call`` (before the tool runs), so a crash never loses
+    a completed step. Given a ``LiveSession``, the recorder uses its ``flush`` unless
+    ``checkpoint=False``. ``compactor`` is kept for the loop's compaction policy.
     """
 
     __slots__ = ("_active", "_last_turn", "_open_in_log", "_requested", "_scanned", "compactor",
                  "flush", "session")
 
-    def __init__(self, session: Session, *, flush: Flush | None = None, compactor: Any = None) -> None:
+    def __init__(self, session: Session | LiveSession, *, flush: Flush | None = None,
+                 checkpoint: bool = True, compactor: Any = None) -> None:
+        if not isinstance(session, Session):
+            live = session
+            session = live.session
+            if flush is None and checkpoint:
+                flush = live.flush
         self.session = session
-        self.flush = flush
+        self.flush = flush if checkpoint else None
         self.compactor = compactor
         self._scanned = 0
         self._last_turn = 0

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, overload
 
+from agentlog.bulk import gc_paused
 from agentlog.errors import (
     AgentlogError,
     InvalidEventError,
@@ -155,17 +156,58 @@ class Session:
         if header is None:
             raise InvalidHeaderError("session header is not a plain JSON record: got None",
                                      session_id=session_id if isinstance(session_id, str) else None)
-        resolved = _resolve_header(session_id, header)
-        session = cls(resolved, clock)
+        session = cls._unsealed(session_id, events, header, clock)
+        session._seal()
+        return session
+
+    @classmethod
+    def _unsealed(cls, session_id: str, events: Iterable[Any], header: SessionHeader | dict[str, Any],
+                  clock: Callable[[], int] | None = None) -> Session:
+        """``restore`` without the end-seed marker, for stores that add repair closers first."""
+        session = cls(_resolve_header(session_id, header), clock)
         session._load_seed(events)
+        return session
+
+    @classmethod
+    def _fork_of(cls, source: Session, length: int, header: SessionHeader) -> Session:
+        """A sealed session seeded with ``source``'s first ``length`` (already validated) events.
+
+        Only the prefix's surface events are re-folded, found through the source's surface
+        index, so the cost follows the surface size rather than the log length.
+        """
+        session = cls(header, source._clock)
+        log = session._log
+        log.extend(source._log[:length])
+        manager = session._manager
+        for seq in source._manager.surface_seqs:
+            if seq >= length:
+                break
+            event = log[seq]
+            manager.next_seq = seq
+            if event[4] == "append" and event[4].__class__ is str:
+                manager.nodes.append(seq)
+                manager.surface_seqs.append(seq)
+            else:
+                manager.apply(event)
+        manager.next_seq = len(log)
+        session._first_live_seq = len(log)
         session._mark_end_seed()
         return session
 
+    def _seal(self) -> None:
+        """Finish a restore: everything so far is seed; mark the seam with ``session/end-seed``."""
+        self._first_live_seq = len(self._log)
+        self._mark_end_seed()
+
     def _load_seed(self, seed: Iterable[Any]) -> None:
+        with gc_paused():
+            self._validate_seed(seed)
+
+    def _validate_seed(self, seed: Iterable[Any]) -> None:
         sid = self._header.id
         log = self._log
         manager = self._manager
-        for index, entry in enumerate(seed):
+        for index, entry in enumerate(seed, len(log)):
             try:
                 event = entry if type(entry) is Event else _event_from_seed(entry, index)
                 _check_seed_shapes(event, index)
@@ -343,29 +385,27 @@ class Session:
     def _publish(self, event: Event) -> Event:
         self._publishing = True
         try:
-            for validator in tuple(self._validators):
-                try:
-                    validator(event)
-                except AgentlogError as exc:
-                    raise exc.locate(session_id=self.id, seq=event.seq,
-                                     event_type=event.type) from None
+            if self._validators:
+                for validator in tuple(self._validators):
+                    try:
+                        validator(event)
+                    except AgentlogError as exc:
+                        raise exc.locate(session_id=self.id, seq=event.seq,
+                                         event_type=event.type) from None
             self._manager.commit(event)
             self._log.append(event)
             for observer in tuple(self._observers):
-                self._notify(observer, event)
+                try:
+                    result = observer(event)
+                except Exception as exc:
+                    logger.warning('session "%s": session/event listener threw: %s', self.id,
+                                   _describe(exc))
+                    continue
+                if result is not None and inspect.isawaitable(result):
+                    _contain_async(self.id, result)
         finally:
             self._publishing = False
         return event
-
-    def _notify(self, observer: Observer, event: Event) -> None:
-        try:
-            result = observer(event)
-        except Exception as exc:
-            logger.warning('session "%s": session/event listener threw: %s', self.id,
-                           _describe(exc))
-            return
-        if inspect.isawaitable(result):
-            _contain_async(self.id, result)
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, events={len(self._log)})"

@@ -208,11 +208,14 @@ class SurfaceManager:
 
     ``event_at(seq)`` returns the logged event with that absolute seq (for the tool-result
     rewrite rule). ``base_seq`` lets a manager fold a window that starts mid-log.
+    ``surface_seqs`` lists every committed surface event in log order (an index for refolds).
     """
 
-    __slots__ = ("_event_at", "_pending", "base_seq", "next_seq", "nodes", "replace_generation")
+    __slots__ = ("_event_at", "_pending", "base_seq", "next_seq", "nodes", "replace_generation",
+                 "surface_seqs")
 
     def __init__(self, event_at: Callable[[int], Event], base_seq: int = 0) -> None:
+        self.surface_seqs: list[int] = []
         self.nodes: list[int] = []
         self.replace_generation = 0
         self.base_seq = base_seq
@@ -238,6 +241,7 @@ class SurfaceManager:
             plan = self._plan(event)
         self._pending = None
         self.next_seq += 1
+        self.surface_seqs.append(event.seq)
         if plan.start_index < 0:
             self.nodes.append(event.seq)
             return

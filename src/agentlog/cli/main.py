@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 import orjson
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agentlog import __version__
@@ -23,8 +24,8 @@ from agentlog.store.urls import default_store_url, open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-console = Console(highlight=False)
-errors = Console(stderr=True, highlight=False)
+console = Console(highlight=False, markup=False)
+errors = Console(stderr=True, highlight=False, markup=False)
 
 
 class _State:
@@ -49,12 +50,13 @@ def _handled(command: F) -> F:
         except AgentlogError as exc:
             if state is not None and state.debug:
                 raise
-            errors.print(f"[red]error:[/red] {exc}", markup=True, soft_wrap=True)
+            errors.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, soft_wrap=True)
             sys.exit(1)
         except (OSError, RuntimeError, ValueError) as exc:
             if state is not None and state.debug:
                 raise
-            errors.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", markup=True, soft_wrap=True)
+            errors.print(f"[red]error:[/red] {type(exc).__name__}: {escape(str(exc))}", markup=True,
+                         soft_wrap=True)
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
@@ -82,7 +84,7 @@ def demo(state: _State) -> None:
     """
     from agentlog.demo import run_demo
 
-    console.print(f"[bold]agentlog demo[/bold] - store: {state.store_url}")
+    console.print(f"[bold]agentlog demo[/bold] - store: {escape(state.store_url)}", markup=True)
     report = run_demo(state.store_url, log=lambda line: console.print(f"  • {line}"))
     console.print()
     table = Table(title="synthetic events written by crash recovery", title_justify="left")
@@ -155,8 +157,8 @@ def verify(state: _State, session_id: str) -> None:
     session = Session.restore(session_id, inspection.events, inspection.header)
     check_invariants(list(inspection.events))
     messages = session.derive_messages()
-    console.print(f"[green]ok[/green] {session_id}: {len(inspection.events)} events, "
-                  f"{len(session.surface.nodes)} surface nodes, {len(messages)} model messages")
+    console.print(f"[green]ok[/green] {escape(session_id)}: {len(inspection.events)} events, "
+                  f"{len(session.surface.nodes)} surface nodes, {len(messages)} model messages", markup=True)
 
 
 @cli.command()
@@ -177,8 +179,8 @@ def inspect(state: _State, session_id: str, as_json: bool, from_seq: int) -> Non
         return
     header = inspection.header
     lineage = f"  parent {header.parent_session}@{header.seed_length}" if header.parent_session else ""
-    console.print(f"[bold]{header.id}[/bold]  created {_iso(header.created_at)}  "
-                  f"cwd {header.cwd or '-'}{lineage}")
+    console.print(f"[bold]{escape(header.id)}[/bold]  created {_iso(header.created_at)}  "
+                  f"cwd {escape(header.cwd or '-')}{escape(lineage)}", markup=True)
     table = Table()
     for column in ("seq", "type", "surface", "summary"):
         table.add_column(column)
@@ -243,7 +245,8 @@ def _print_message(message: Any) -> None:
     if source.get("kind") == "tool":
         label = "tool"
     colour = {"user": "cyan", "assistant": "green", "tool": "yellow"}.get(label, "white")
-    console.print(f"[bold {colour}]{label}[/bold {colour}] {_clip(_text_of(message.get('content')), 400)}")
+    text = escape(_clip(_text_of(message.get("content")), 400))
+    console.print(f"[bold {colour}]{escape(str(label))}[/bold {colour}] {text}", markup=True)
 
 
 def main() -> None:

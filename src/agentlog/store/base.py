@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentlog.bulk import gc_paused
 from agentlog.errors import (
     AgentlogError,
     ConcurrentWriterError,
@@ -40,7 +41,7 @@ from agentlog.events import (
 )
 from agentlog.header import SessionHeader
 from agentlog.repair import interrupted_turn_closers
-from agentlog.session import Session
+from agentlog.session import EventsView, Session
 
 if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession
@@ -249,10 +250,8 @@ class Store(ABC):
 
     def _adopt(self, session_id: str) -> _State:
         """Take over a cold stored session for appending: load it and commit its repair."""
-        inspection = self._load_committed(session_id)
-        state = _State(inspection.header, len(inspection.events), True)
-        self._states[session_id] = state
-        return state
+        self._load_committed(session_id)
+        return self._states[session_id]
 
     def load(self, session_id: str) -> Inspection:
         """The balanced stored log; an interrupted turn is closed durably (once) first."""
@@ -261,19 +260,21 @@ class Store(ABC):
         if live is not None:
             return live.durable_view()
         with self._serialized(session_id):
-            return self._load_committed(session_id)
+            session = self._load_committed(session_id)
+        return Inspection(session.header, tuple(session.events))
 
-    def _load_committed(self, session_id: str) -> Inspection:
-        stored, events, closers = self._prepare(session_id)
+    def _load_committed(self, session_id: str) -> Session:
+        """Validate a cold session, durably close an interrupted turn; return it unsealed."""
+        stored, session, closers = self._prepare(session_id)
         if stored.torn is not None or closers:
             self._commit_repair(stored.header, stored.torn, [*stored.recovered, *closers])
-        all_events = (*events, *closers)
+        session._load_seed(closers)
         state = self._states.get(session_id)
         if state is None:
-            self._states[session_id] = _State(stored.header, len(all_events), True)
+            self._states[session_id] = _State(stored.header, session.seq, True)
         else:
-            state.cursor, state.materialized = len(all_events), True
-        return Inspection(stored.header, all_events)
+            state.cursor, state.materialized = session.seq, True
+        return session
 
     def inspect(self, session_id: str) -> Inspection:
         """Like ``load`` but never writes: closers of an interrupted turn exist only in the result."""
@@ -282,11 +283,15 @@ class Store(ABC):
         if live is not None:
             return Inspection(live.session.header, tuple(live.session.events))
         with self._serialized(session_id):
-            stored, events, closers = self._prepare(session_id)
-        return Inspection(stored.header, (*events, *closers))
+            stored, session, closers = self._prepare(session_id)
+        return Inspection(stored.header, (*session.events, *closers))
 
-    def _prepare(self, session_id: str) -> tuple[StoredLog, list[Event], list[Event]]:
-        """Read, validate (as ``Session.restore`` does) and compute closers of a cold session."""
+    def _prepare(self, session_id: str) -> tuple[StoredLog, Session, list[Event]]:
+        """Read and validate a cold session (unsealed) and compute its repair closers."""
+        with gc_paused():
+            return self._prepare_cold(session_id)
+
+    def _prepare_cold(self, session_id: str) -> tuple[StoredLog, Session, list[Event]]:
         stored = self._load_stored(session_id)
         if stored is None:
             raise SessionNotFoundError("session not found", session_id=session_id)
@@ -297,14 +302,14 @@ class Store(ABC):
             for event in events:
                 _refuse_retired(event, session_id)
                 _refuse_unknown(event, session_id)
-            Session.restore(session_id, events, stored.header)
+            session = Session._unsealed(session_id, events, stored.header)
         except SessionFormatUnsupportedError:
             raise
         except AgentlogError as exc:
             raise SessionCorruptionError(
                 f'stored session "{session_id}" failed validation: {exc}', session_id=session_id
             ) from exc
-        return stored, events, interrupted_turn_closers(events)
+        return stored, session, interrupted_turn_closers(events)
 
     def read_from(self, session_id: str, from_seq: int) -> Inspection:
         """Stored events with ``seq >= from_seq`` (no repair, no closers); [] past the end."""
@@ -356,10 +361,9 @@ class Store(ABC):
         lock = self._acquire_writer_lock(session_id)
         try:
             with self._serialized(session_id):
-                inspection = self._load_committed(session_id)
-                state = self._states[session_id]
-                session = Session.restore(session_id, inspection.events, inspection.header)
-                return LiveSession(self, session, state, lock)
+                session = self._load_committed(session_id)
+                session._seal()
+                return LiveSession(self, session, self._states[session_id], lock)
         except BaseException:
             lock.release()
             raise
@@ -373,12 +377,17 @@ class Store(ABC):
         live = self._live.get(session_id)
         if live is not None:
             live.flush()
-        source = self.inspect(session_id)
-        stored_events = source.events[: self._durable_length(session_id, source)]
-        prefix = stored_events[: check_fork_boundary(stored_events, boundary, session_id)]
+            source, durable = live.session, live.session.seq
+        else:
+            with self._serialized(session_id):
+                stored, source, _closers = self._prepare(session_id)
+            # Only stored events: a torn tail's recovered records are durable after repair only.
+            durable = len(stored.events)
+        length = check_fork_boundary(EventsView(source._log, durable), boundary, session_id)
+        prefix = EventsView(source._log, length)
         header = SessionHeader(
             id=child_id if child_id is not None else f"{session_id}-fork-{uuid.uuid4().hex[:12]}",
-            cwd=source.header.cwd, parent_session=session_id, seed_length=len(prefix),
+            cwd=source.header.cwd, parent_session=session_id, seed_length=length,
         )
         try:
             self.create(header)
@@ -390,7 +399,7 @@ class Store(ABC):
             self._states.pop(header.id, None)
             raise
         try:
-            session = Session.create(header.id, seed=prefix, header=header)
+            session = Session._fork_of(source, length, header)
             state = self._states[header.id]
             self._write_fork_prefix(header, prefix, state)
             return LiveSession(self, session, state, lock)
@@ -398,10 +407,6 @@ class Store(ABC):
             lock.release()
             self._states.pop(header.id, None)
             raise
-
-    def _durable_length(self, session_id: str, inspection: Inspection) -> int:
-        """How many of an inspection's events are stored (the rest are in-memory closers)."""
-        return len(inspection.events) - len(interrupted_turn_closers(list(inspection.events)))
 
     def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State) -> None:
         """Persist a fork child's seed; backends that share prefixes override this (O(1))."""

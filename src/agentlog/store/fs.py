@@ -1,8 +1,8 @@
 """The few file-system calls the JSONL store makes, in one replaceable object.
 
-Durability code is only as good as its failure handling; routing every write and fsync
-through ``FileSystem`` lets tests inject real ``OSError``s (ENOSPC at the Nth write) into
-real files.
+Durability code is only as good as its failure handling; routing every write, fsync and
+whole-file read through ``FileSystem`` lets tests inject real ``OSError``s (ENOSPC at the Nth
+write) and real races (a file growing during a read) into real files.
 """
 
 from __future__ import annotations
@@ -35,7 +35,23 @@ class FileSystem:
         os.ftruncate(fd, length)
 
     def link(self, source: str, target: str) -> None:
+        """Publish ``source`` under ``target``; fails if ``target`` exists (never overwrites)."""
         os.link(source, target)
+
+    def replace(self, source: str, target: str) -> None:
+        """Atomically swap ``target`` for ``source`` (only to rewrite a file that already exists)."""
+        os.replace(source, target)
+
+    def unlink(self, path: str) -> None:
+        os.unlink(path)
+
+    def stat(self, path: str) -> os.stat_result:
+        return os.stat(path)
+
+    def read_bytes(self, path: str) -> bytes:
+        """The whole content of a file."""
+        with open(path, "rb") as handle:
+            return handle.read()
 
     def fsync_dir(self, path: str) -> None:
         """fsync a directory so a new entry in it survives a crash."""

@@ -4,7 +4,8 @@ Layout: ``<root>/--<project-key>--/<encoded-id>/session.jsonl.zstd`` (or ``sessi
 raw). The first materialization publishes a fully written temp file with a hard link (never
 overwriting); later batches are appended and fsynced, and a failed append is truncated
 back. Beyond DSH: a ``flock`` per session keeps writers exclusive across processes, forks
-can reference their parent's prefix instead of copying it, and sessions can be deleted.
+reference their parent's prefix instead of copying it (``materialize`` rewrites a full
+DSH-readable copy), and sessions can be deleted unless a fork still references them.
 """
 
 from __future__ import annotations
@@ -14,17 +15,24 @@ import errno
 import fcntl
 import os
 import shutil
+import stat as stat_mode
+import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
+
+import zstandard
 
 from agentlog.errors import (
+    AgentlogError,
     PersistenceIOError,
     SessionCorruptionError,
     SessionExistsError,
     SessionLockedError,
+    SessionNotFoundError,
     StoreError,
     UsageError,
 )
@@ -45,21 +53,31 @@ from agentlog.store.jsonl_format import (
     SHARED_PREFIX_KEY,
     TRANSCRIPT_RAW,
     TRANSCRIPT_ZSTD,
-    LogScan,
+    TornTail,
     compress_frame,
+    decode_frame,
+    decode_session_id,
     encode_batch,
     encode_header_line,
     encode_session_id,
+    parse_header_line,
     project_key,
     read_header_prefix,
     scan_log,
+    scan_zstd_frames,
 )
 
 __all__ = ["JsonlStore"]
 
 _META_DIR = ".agentlog"
+"""Per-root bookkeeping (writer locks); its leading dot keeps it out of project discovery."""
+
 _FORKS_DIR = "forks"
+"""Inside a session directory: one empty marker per shared-prefix fork child (named by its id)."""
+
 _CACHE_SIZE = 5
+_FLAT_SUFFIXES = (".jsonl", ".jsonl.zstd")
+_ABSENT = (errno.ENOENT, errno.ENOTDIR)
 
 
 class _FileLock(WriterLock):
@@ -74,6 +92,24 @@ class _FileLock(WriterLock):
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class _Transcript:
+    """One transcript as stored: its own header and events (a shared-prefix fork holds a suffix)."""
+
+    path: Path
+    revision: str
+    stored_header: SessionHeader
+    """The header line as written (may carry ``agentlogSharedPrefix``)."""
+    events: tuple[Event, ...]
+    """Events physically in this file: seqs from ``first_stored_seq(stored_header)``."""
+    torn: TornTail | None
+
+    @property
+    def complete(self) -> list[Event]:
+        """Stored events plus the complete records of a torn zstd frame (they survive repair)."""
+        return [*self.events, *self.torn.recovered] if self.torn is not None else list(self.events)
 
 
 class JsonlStore(Store):
@@ -94,125 +130,138 @@ class JsonlStore(Store):
         if compression not in ("zstd", "none"):
             raise ValueError(f'compression must be "zstd" or "none", got {compression!r}')
         self.root = Path(os.path.abspath(os.fspath(root)))
-        if self.root.exists() and not self.root.is_dir():
-            raise UsageError(f"JSONL store root is not a directory: {self.root}")
+        self._fs = fs or FileSystem()
+        try:
+            mode = self._fs.stat(str(self.root)).st_mode
+        except FileNotFoundError:
+            pass  # created on the first materialization
+        except OSError as exc:
+            _io_error(f"cannot use {self.root} as the JSONL store root: {exc}", exc, file=str(self.root))
+        else:
+            if not stat_mode.S_ISDIR(mode):
+                error = PersistenceIOError(f"JSONL store root is not a directory: {self.root}",
+                                           file=str(self.root))
+                error.errno = errno.ENOTDIR
+                raise error
         self.compressed = compression == "zstd"
         self.pack_chunks = pack_chunks
-        self._fs = fs or FileSystem()
         self._transcript = TRANSCRIPT_ZSTD if self.compressed else TRANSCRIPT_RAW
         self._opposite = TRANSCRIPT_RAW if self.compressed else TRANSCRIPT_ZSTD
         self._paths: dict[str, Path] = {}
-        self._cache: OrderedDict[str, tuple[str, StoredLog]] = OrderedDict()
+        self._cache: OrderedDict[str, _Transcript] = OrderedDict()
+        self._cache_guard = threading.Lock()
         self._preflight_done = False
+        self._preflight_error: StoreError | None = None
 
-    # -- paths -------------------------------------------------------------------------------
+    # -- paths and discovery -----------------------------------------------------------------
 
     def _session_dir(self, header: SessionHeader) -> Path:
         return self.root / project_key(header.cwd) / encode_session_id(header.id)
 
     def locate(self, header: SessionHeader) -> str:
-        """The absolute transcript path (it may not exist yet)."""
+        """The absolute transcript path (pure: it may not exist yet)."""
         return str(self._session_dir(header) / self._transcript)
 
-    def _project_dirs(self) -> Iterator[Path]:
+    def _project_dirs(self) -> list[Path]:
+        """Every project directory under root (none if root does not exist yet)."""
+        return [Path(entry.path) for entry in self._scan_dir(self.root)
+                if not entry.name.startswith(".") and _is_dir(entry)]
+
+    def _scan_dir(self, directory: Path) -> list[os.DirEntry[str]]:
         try:
-            with os.scandir(self.root) as iterator:
-                entries = list(iterator)
+            with os.scandir(directory) as iterator:
+                return list(iterator)
         except FileNotFoundError:
-            return
-        for entry in entries:
-            if entry.is_dir() and not entry.name.startswith("."):
-                yield Path(entry.path)
+            return []
+        except OSError as exc:
+            _io_error(f"cannot read directory {directory}: {exc}", exc, file=str(directory))
+
+    def _stat(self, path: Path) -> os.stat_result | None:
+        """``stat`` of a path, None when it (or a parent) is absent; other errors surface."""
+        try:
+            return self._fs.stat(str(path))
+        except OSError as exc:
+            if exc.errno in _ABSENT:
+                return None
+            _io_error(f"cannot stat {path}: {exc}", exc, file=str(path))
+
+    def _refuse_flat(self, path: Path) -> NoReturn:
+        raise StoreError(
+            f"obsolete flat-file layout: {path} is a transcript directly in a project directory; "
+            "this build reads <project>/<id>/" + self._transcript + " (use a separate root)",
+            file=str(path),
+        )
+
+    def _refuse_opposite(self, session_dir: Path, session_id: str | None = None) -> None:
+        opposite = session_dir / self._opposite
+        if self._stat(opposite) is not None:
+            raise StoreError(
+                f"{opposite} uses the other encoding; this store writes {self._transcript}: "
+                "use a separate root or the matching compression mode",
+                session_id=session_id, file=str(opposite),
+            )
 
     def _preflight(self) -> None:
-        """Refuse a root holding the other encoding's transcripts or DSH's obsolete flat files."""
+        """Once per instance: refuse a root holding flat files or the other encoding (§4.2).
+
+        The outcome is memoized, failure included: a root found mixed stays refused.
+        """
+        if self._preflight_error is not None:
+            raise self._preflight_error
         if self._preflight_done:
             return
-        for project in self._project_dirs():
-            for entry in _entries(project):
-                if entry.is_file() and entry.name.endswith((".jsonl", ".jsonl.zstd")):
-                    raise StoreError(f"obsolete flat-file layout: {entry.path}; use a separate root")
-                if entry.is_dir() and os.path.exists(os.path.join(entry.path, self._opposite)):
-                    raise StoreError(
-                        f"{os.path.join(entry.path, self._opposite)} uses the other encoding; "
-                        f"this store writes {self._transcript}: use a separate root or the matching mode"
-                    )
+        try:
+            for project in self._project_dirs():
+                for entry in self._scan_dir(project):
+                    if _is_dir(entry):
+                        self._refuse_opposite(Path(entry.path))
+                    elif entry.name.endswith(_FLAT_SUFFIXES):
+                        self._refuse_flat(Path(entry.path))
+        except StoreError as exc:
+            if not isinstance(exc, PersistenceIOError):
+                self._preflight_error = exc
+            raise
         self._preflight_done = True
 
     def _find(self, session_id: str) -> Path | None:
-        """The transcript of ``session_id`` anywhere under root, or None."""
+        """The transcript of ``session_id`` in any project directory, or None (§4.9 lookup)."""
         self._preflight()
-        cached = self._paths.get(session_id)
-        if cached is not None and cached.exists():
-            return cached
         name = encode_session_id(session_id)
-        found = [project / name for project in self._project_dirs()
-                 if (project / name / self._transcript).exists()]
-        opposite = [project / name / self._opposite for project in self._project_dirs()
-                    if (project / name / self._opposite).exists()]
-        if opposite:
-            raise StoreError(
-                f"{opposite[0]} uses the other encoding; use a separate root or the matching mode",
-                session_id=session_id,
-            )
+        found: list[Path] = []
+        identities: set[tuple[int, int]] = set()
+        for project in self._project_dirs():
+            for suffix in _FLAT_SUFFIXES:
+                flat = project / f"{name}{suffix}"
+                if self._stat(flat) is not None:
+                    self._refuse_flat(flat)
+            session_dir = project / name
+            self._refuse_opposite(session_dir, session_id)
+            path = session_dir / self._transcript
+            info = self._stat(path)
+            if info is None or not stat_mode.S_ISREG(info.st_mode):
+                continue
+            identity = (info.st_dev, info.st_ino)
+            if identity not in identities:  # an aliased (symlinked) project dir is the same file
+                identities.add(identity)
+                found.append(path)
         if len(found) > 1:
             raise SessionCorruptionError(
                 f"session appears in multiple project directories: {', '.join(map(str, found))}",
                 session_id=session_id,
             )
         if not found:
+            self._paths.pop(session_id, None)
             return None
-        path = found[0] / self._transcript
-        self._paths[session_id] = path
-        return path
+        self._paths[session_id] = found[0]
+        return found[0]
 
-    # -- reading -------------------------------------------------------------------------------
+    def _write_path(self, session_id: str) -> Path | None:
+        """The transcript to append to: the one this instance published or adopted, else a lookup."""
+        path = self._paths.get(session_id)
+        return path if path is not None else self._find(session_id)
 
-    def _read_file(self, path: Path) -> tuple[bytes, str] | None:
-        """The file's bytes and revision, re-read until its identity is stable across the read."""
-        while True:
-            try:
-                before = os.stat(path)
-                data = path.read_bytes()
-                after = os.stat(path)
-            except FileNotFoundError:
-                return None
-            if _identity(before) == _identity(after):
-                return data, _revision(after)
-
-    def _stored_exists(self, session_id: str) -> bool:
-        return self._find(session_id) is not None
-
-    def _load_stored(self, session_id: str) -> StoredLog | None:
-        path = self._find(session_id)
-        if path is None:
-            return None
-        read = self._read_file(path)
-        if read is None:
-            return None
-        data, revision = read
-        cached = self._cache.get(session_id)
-        if cached is not None and cached[0] == revision:
-            self._cache.move_to_end(session_id)
-            stored = cached[1]
-            return StoredLog(stored.header, list(stored.events), revision, stored.torn,
-                             list(stored.recovered))
-        scan = scan_log(data, compressed=self.compressed, path=str(path))
-        self._check_identity(session_id, scan, path)
-        events = scan.events
-        header = scan.header
-        if header.extra.get(SHARED_PREFIX_KEY) is True:
-            events = self._shared_prefix(header, path) + events
-        torn = scan.torn
-        stored = StoredLog(header, events, revision, torn, list(torn.recovered) if torn else [])
-        self._cache[session_id] = (revision, stored)
-        while len(self._cache) > _CACHE_SIZE:
-            self._cache.popitem(last=False)
-        return StoredLog(header, list(events), revision, torn, list(stored.recovered))
-
-    def _check_identity(self, session_id: str, scan: LogScan, path: Path) -> None:
+    def _check_identity(self, session_id: str, header: SessionHeader, path: Path) -> None:
         """Spec §4.9: the header names this id and its (id, cwd) lead to the file actually read."""
-        header = scan.header
         if header.id != session_id:
             raise SessionCorruptionError(
                 f"transcript header names session {header.id!r}", session_id=session_id, file=str(path)
@@ -220,76 +269,179 @@ class JsonlStore(Store):
         expected = self._session_dir(header) / self._transcript
         if expected != path and os.path.realpath(expected) != os.path.realpath(path):
             raise SessionCorruptionError(
-                f"transcript is not where its header places it ({expected})",
+                f"transcript is not where its header places it (expected {expected})",
                 session_id=session_id, file=str(path),
             )
 
-    def _shared_prefix(self, header: SessionHeader, path: Path) -> list[Event]:
-        parent_id, length = header.parent_session, header.seed_length
-        if parent_id is None or length is None:
-            raise SessionCorruptionError("shared-prefix fork lacks parentSession/seedLength",
-                                         session_id=header.id, file=str(path))
-        parent = self._load_stored(parent_id)
-        if parent is None or len(parent.events) < length:
-            raise SessionCorruptionError(
-                f"fork parent {parent_id!r} no longer holds the {length} events this fork shares",
-                session_id=header.id, file=str(path),
-            )
-        return parent.events[:length]
+    # -- reading -------------------------------------------------------------------------------
+
+    def _read_file(self, path: Path) -> tuple[bytes, str] | None:
+        """The file's bytes and revision, re-read until its identity is stable across the read."""
+        fs = self._fs
+        while True:
+            try:
+                before = fs.stat(str(path))
+                data = fs.read_bytes(str(path))
+                after = fs.stat(str(path))
+            except OSError as exc:
+                if exc.errno in _ABSENT:
+                    return None
+                _io_error(f"cannot read {path}: {exc}", exc, file=str(path))
+            if _identity(before) == _identity(after):
+                return data, _revision(after)
+
+    def _read_transcript(self, session_id: str) -> _Transcript | None:
+        """Read and scan one transcript (no fork resolution); reuses the scan while unchanged."""
+        path = self._find(session_id)
+        if path is None:
+            return None
+        with self._cache_guard:
+            cached = self._cache.get(session_id)
+        if cached is not None and cached.path == path:
+            info = self._stat(path)
+            if info is None:
+                return None
+            if _revision(info) == cached.revision:
+                with self._cache_guard:
+                    if session_id in self._cache:
+                        self._cache.move_to_end(session_id)
+                return cached
+        read = self._read_file(path)
+        if read is None:
+            return None
+        data, revision = read
+        scan = scan_log(data, compressed=self.compressed, path=str(path))
+        self._check_identity(session_id, scan.header, path)
+        transcript = _Transcript(path, revision, scan.header, tuple(scan.events), scan.torn)
+        with self._cache_guard:
+            self._cache[session_id] = transcript
+            self._cache.move_to_end(session_id)
+            while len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return transcript
+
+    def _forget(self, session_id: str) -> None:
+        with self._cache_guard:
+            self._cache.pop(session_id, None)
+
+    def _stored_exists(self, session_id: str) -> bool:
+        return self._find(session_id) is not None
+
+    def _load_stored(self, session_id: str) -> StoredLog | None:
+        transcript = self._read_transcript(session_id)
+        if transcript is None:
+            return None
+        events = list(transcript.events)
+        if _is_shared(transcript.stored_header):
+            events = self._shared_prefix(transcript) + events
+        torn = transcript.torn
+        return StoredLog(_public_header(transcript.stored_header), events, transcript.revision, torn,
+                         list(torn.recovered) if torn is not None else [])
+
+    def _shared_prefix(self, child: _Transcript) -> list[Event]:
+        """The events a shared-prefix fork reads from its ancestors (iterative over a fork chain)."""
+        chain = [child]
+        seen = {child.stored_header.id}
+        while _is_shared(chain[-1].stored_header):
+            header = chain[-1].stored_header
+            parent_id, length = header.parent_session, header.seed_length
+            if parent_id is None or length is None:
+                raise SessionCorruptionError("shared-prefix fork lacks parentSession or seedLength",
+                                             session_id=header.id, file=str(chain[-1].path))
+            if parent_id in seen:
+                raise SessionCorruptionError(f"shared-prefix fork chain loops back to {parent_id!r}",
+                                             session_id=header.id, file=str(chain[-1].path))
+            seen.add(parent_id)
+            parent = self._read_transcript(parent_id)
+            if parent is None:
+                raise SessionCorruptionError(
+                    f"fork parent {parent_id!r} is missing: this fork shares its first {length} events "
+                    "(materialize forks before removing their parents)",
+                    session_id=header.id, file=str(chain[-1].path),
+                )
+            chain.append(parent)
+        full = chain[-1].complete
+        for link in reversed(chain[:-1]):
+            header = link.stored_header
+            length = header.seed_length or 0
+            if len(full) < length:
+                raise SessionCorruptionError(
+                    f"fork parent {header.parent_session!r} holds {len(full)} events, fewer than the "
+                    f"{length} this fork shares", session_id=header.id, file=str(link.path),
+                )
+            full = full[:length] if link is child else [*full[:length], *link.complete]
+        return full
 
     def _read_raw(self, session_id: str) -> RawArtifact | None:
+        """The transcript's text as written (complete zstd frames decoded); only its header is parsed."""
         path = self._find(session_id)
         if path is None:
             return None
         read = self._read_file(path)
         if read is None:
             return None
-        scan = scan_log(read[0], compressed=self.compressed, path=str(path))
-        self._check_identity(session_id, scan, path)
+        data = read[0]
         if self.compressed:
-            from agentlog.store.jsonl_format import decode_complete_frames
-
-            content = decode_complete_frames(read[0], path=str(path))
-        else:
-            content = read[0]
-        return RawArtifact(scan.header, TRANSCRIPT_RAW, content.decode("utf-8"))
+            frames = scan_zstd_frames(data, path=str(path)).frames
+            if not frames:
+                raise SessionCorruptionError(
+                    "corrupt Zstandard session log: empty or header-less session log",
+                    session_id=session_id, file=str(path), offset=0,
+                )
+            decompressor = zstandard.ZstdDecompressor()
+            data = b"".join(decode_frame(data, span, path=str(path), decompressor=decompressor)
+                            for span in frames)
+        newline = data.find(b"\n")
+        if newline < 0:
+            raise SessionCorruptionError("empty or header-less session log", session_id=session_id,
+                                         file=str(path), offset=0)
+        header = parse_header_line(data[: newline + 1], path=str(path))
+        self._check_identity(session_id, header, path)
+        return RawArtifact(_public_header(header), TRANSCRIPT_RAW, data.decode("utf-8", "replace"))
 
     def _list_snapshots(self) -> list[Snapshot]:
         self._preflight()
         snapshots: list[Snapshot] = []
-        seen: dict[str, Path] = {}
+        seen: dict[str, tuple[Path, tuple[int, int]]] = {}
         for project in self._project_dirs():
-            for entry in _entries(project):
-                if not entry.is_dir():
+            for entry in self._scan_dir(project):
+                if not _is_dir(entry):
+                    if entry.name.endswith(_FLAT_SUFFIXES):
+                        self._refuse_flat(Path(entry.path))
                     continue
-                path = Path(entry.path) / self._transcript
-                try:
-                    stat = os.stat(path)
-                except FileNotFoundError:
-                    continue
+                session_dir = Path(entry.path)
+                self._refuse_opposite(session_dir)
+                path = session_dir / self._transcript
+                info = self._stat(path)
+                if info is None or not stat_mode.S_ISREG(info.st_mode):
+                    continue  # empty session dirs (or other files) are not sessions
                 header = self._read_listing_header(path)
                 if header is None:
                     continue
-                if header.id in seen:
+                identity = (info.st_dev, info.st_ino)
+                prior = seen.get(header.id)
+                if prior is not None:
+                    if prior[1] == identity:
+                        continue  # the same file reached through an aliased directory
                     raise SessionCorruptionError(
-                        f"session appears in multiple project directories: {seen[header.id]}, {path}",
+                        f"session appears in multiple project directories: {prior[0]}, {path}",
                         session_id=header.id,
                     )
-                expected = self._session_dir(header) / self._transcript
-                if expected != path and os.path.realpath(expected) != os.path.realpath(path):
-                    raise SessionCorruptionError("transcript is not where its header places it",
-                                                 session_id=header.id, file=str(path))
-                seen[header.id] = path
-                snapshots.append(Snapshot(header, _revision(stat)))
+                self._check_identity(header.id, header, path)
+                seen[header.id] = (path, identity)
+                snapshots.append(Snapshot(_public_header(header), _revision(info)))
         return snapshots
 
     def _read_listing_header(self, path: Path) -> SessionHeader | None:
+        """The stored header line of a transcript (8 KiB reads, no event parsed); None if not one."""
         try:
             with open(path, "rb") as handle:
                 return read_header_prefix(iter(lambda: handle.read(8192), b""),
                                           compressed=self.compressed, path=str(path))
-        except FileNotFoundError:
-            return None
+        except OSError as exc:
+            if exc.errno in _ABSENT:
+                return None
+            _io_error(f"cannot read {path}: {exc}", exc, file=str(path))
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -304,10 +456,11 @@ class JsonlStore(Store):
     def _append_batch(self, header: SessionHeader, events: Sequence[Event], *, materialize: bool) -> None:
         data = self._encode(events) if events else b""
         if materialize:
-            self._materialize(header, self._encode_header(header) + data)
+            plain = _public_header(header)  # only a fork by reference may claim a shared prefix
+            self._materialize(plain, self._encode_header(plain) + data)
         else:
             self._append_bytes(header.id, data)
-        self._cache.pop(header.id, None)
+        self._forget(header.id)
 
     def _materialize(self, header: SessionHeader, content: bytes) -> None:
         """Publish a complete new transcript: temp file, fsync, hard link (no overwrite), dir fsync."""
@@ -317,13 +470,15 @@ class JsonlStore(Store):
         fs = self._fs
         try:
             fs.makedirs(str(directory))
-            if (directory / self._opposite).exists():
-                raise StoreError(f"{directory / self._opposite} uses the other encoding",
-                                 session_id=header.id)
-            if final.exists():
-                raise SessionExistsError("session already has a persisted log", session_id=header.id,
-                                         file=str(final))
-            temp = f"{final}.{uuid.uuid4().hex[:12]}.tmp"
+        except OSError as exc:
+            _io_error(f"cannot create the session directory {directory} (is a path component a file?): "
+                      f"{exc}", exc, session_id=header.id, file=str(directory))
+        self._refuse_opposite(directory, header.id)
+        if self._stat(final) is not None:
+            raise SessionExistsError("session already has a persisted log", session_id=header.id,
+                                     file=str(final))
+        temp = f"{final}.{uuid.uuid4().hex[:12]}.tmp"
+        try:
             fd = fs.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 fs.write(fd, content)
@@ -335,18 +490,17 @@ class JsonlStore(Store):
             except FileExistsError:
                 raise SessionExistsError("session already has a persisted log", session_id=header.id,
                                          file=str(final)) from None
-            finally:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
             fs.fsync_dir(str(directory))
         except OSError as exc:
-            raise PersistenceIOError(f"could not create {final}: {exc}", session_id=header.id,
-                                     file=str(final)) from exc
+            _io_error(f"could not create {final}: {exc}", exc, session_id=header.id, file=str(final))
+        finally:
+            with contextlib.suppress(OSError):
+                fs.unlink(temp)
         self._paths[header.id] = final
 
     def _append_bytes(self, session_id: str, data: bytes) -> None:
         """Append and fsync; on failure truncate back to the previous size and re-raise."""
-        path = self._find(session_id)
+        path = self._write_path(session_id)
         if path is None:
             raise SessionCorruptionError("transcript vanished while the session was open",
                                          session_id=session_id)
@@ -354,9 +508,13 @@ class JsonlStore(Store):
         try:
             fd = fs.open(str(path), os.O_WRONLY | os.O_APPEND)
         except OSError as exc:
-            raise PersistenceIOError(f"cannot open for append: {exc}", session_id=session_id,
-                                     file=str(path)) from exc
-        size = os.fstat(fd).st_size
+            _io_error(f"cannot open for append: {exc}", exc, session_id=session_id, file=str(path))
+        try:
+            size = os.fstat(fd).st_size
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                fs.close(fd)
+            _io_error(f"cannot stat for append: {exc}", exc, session_id=session_id, file=str(path))
         try:
             fs.write(fd, data)
             fs.fsync(fd)
@@ -369,10 +527,13 @@ class JsonlStore(Store):
                 raise PersistenceIOError(
                     f"append failed ({exc}) and failed to roll back append to {path}: {rollback}",
                     session_id=session_id, file=str(path), offset=size,
-                ) from exc
-            raise PersistenceIOError(f"append failed and was rolled back: {exc}", session_id=session_id,
-                                     file=str(path), offset=size) from exc
-        fs.close(fd)
+                ) from ExceptionGroup("append and rollback failed", [exc, rollback])
+            _io_error(f"append failed and was rolled back: {exc}", exc, session_id=session_id,
+                      file=str(path), offset=size)
+        try:
+            fs.close(fd)
+        except OSError as exc:
+            _io_error(f"close after append failed: {exc}", exc, session_id=session_id, file=str(path))
 
     def _truncate(self, path: Path, size: int) -> None:
         fs = self._fs
@@ -384,20 +545,20 @@ class JsonlStore(Store):
             fs.close(fd)
 
     def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
-        path = self._find(header.id)
+        path = self._write_path(header.id)
         if path is None:
             raise SessionCorruptionError("transcript vanished during repair", session_id=header.id)
+        self._forget(header.id)
         if torn is not None:
             try:
                 self._truncate(path, torn.truncate_to)
             except OSError as exc:
-                raise PersistenceIOError(f"could not truncate torn tail: {exc}", session_id=header.id,
-                                         file=str(path), offset=torn.truncate_to) from exc
+                _io_error(f"could not truncate torn tail: {exc}", exc, session_id=header.id,
+                          file=str(path), offset=torn.truncate_to)
         if events:
             self._append_bytes(header.id, self._encode(events))
-        self._cache.pop(header.id, None)
 
-    # -- locks, forks, deletion ---------------------------------------------------------------------
+    # -- locks -----------------------------------------------------------------------------------
 
     def _lock_path(self, session_id: str) -> Path:
         return self.root / _META_DIR / "locks" / f"{encode_session_id(session_id)}.lock"
@@ -408,8 +569,7 @@ class JsonlStore(Store):
             os.makedirs(path.parent, mode=0o700, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
         except OSError as exc:
-            raise PersistenceIOError(f"cannot create lock file: {exc}", session_id=session_id,
-                                     file=str(path)) from exc
+            _io_error(f"cannot create lock file: {exc}", exc, session_id=session_id, file=str(path))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -419,112 +579,212 @@ class JsonlStore(Store):
                 who = f"process {holder}" if holder else "another writer"
                 raise SessionLockedError(f"session is open for writing by {who}",
                                          session_id=session_id, pid=holder, file=str(path)) from None
-            raise PersistenceIOError(f"cannot lock: {exc}", session_id=session_id, file=str(path)) from exc
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            _io_error(f"cannot lock: {exc}", exc, session_id=session_id, file=str(path))
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the pid is a courtesy for error messages; the flock is what excludes
         return _FileLock(fd)
 
+    # -- forks by reference ------------------------------------------------------------------------
+
     def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State) -> None:
-        """Materialize the child with a header that references the parent's prefix: O(1) bytes."""
+        """Publish the child as a header that references its parent's prefix: O(1) bytes and time.
+
+        A marker in the parent's ``forks/`` directory is made durable first, so a parent can
+        never be deleted while a child that needs it exists.
+        """
         if not prefix:
             return
-        shared = SessionHeader(
-            id=header.id, created_at=header.created_at, cwd=header.cwd,
-            parent_session=header.parent_session, seed_length=header.seed_length,
-            extra=frozen_dict([*header.extra.items(), (SHARED_PREFIX_KEY, True)]),
-        )
-        parent_path = self._find(header.parent_session or "")
+        parent_id = header.parent_session
+        parent_path = self._find(parent_id) if parent_id is not None else None
         if parent_path is None:
-            raise SessionCorruptionError("fork parent has no transcript", session_id=header.id)
-        marker_dir = parent_path.parent / _FORKS_DIR
+            raise SessionNotFoundError(f"fork parent {parent_id!r} has no transcript", session_id=header.id)
+        shared = _with_extra(header, {SHARED_PREFIX_KEY: True})
+        content = self._encode_header(shared)
+        marker = parent_path.parent / _FORKS_DIR / encode_session_id(header.id)
+        self._write_marker(marker, header.id)
         try:
-            self._fs.makedirs(str(marker_dir))
-            fd = self._fs.open(str(marker_dir / encode_session_id(header.id)), os.O_WRONLY | os.O_CREAT)
-            try:
-                self._fs.write(fd, header.id.encode("utf-8", "surrogatepass"))
-                self._fs.fsync(fd)
-            finally:
-                self._fs.close(fd)
-            self._fs.fsync_dir(str(marker_dir))
-        except OSError as exc:
-            raise PersistenceIOError(f"cannot record fork reference: {exc}", session_id=header.id) from exc
-        self._materialize(shared, self._encode_header(shared))
-        state.header = shared
+            self._materialize(shared, content)
+        except BaseException:
+            self._remove_marker(marker)
+            raise
         state.materialized = True
         state.cursor = len(prefix)
 
+    def _write_marker(self, marker: Path, session_id: str) -> None:
+        fs = self._fs
+        try:
+            fs.makedirs(str(marker.parent))
+            fd = fs.open(str(marker), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fs.close(fd)
+            fs.fsync_dir(str(marker.parent))
+        except OSError as exc:
+            _io_error(f"cannot record the fork reference {marker}: {exc}", exc, session_id=session_id,
+                      file=str(marker))
+
+    def _remove_marker(self, marker: Path) -> None:
+        """Drop a fork marker (best effort: a stale marker only names a child that no longer needs it)."""
+        try:
+            self._fs.unlink(str(marker))
+            self._fs.fsync_dir(str(marker.parent))
+        except OSError:
+            pass
+
     def _children_of(self, session_id: str) -> list[str]:
+        """Stored forks whose transcript still reads its prefix from this session."""
         path = self._find(session_id)
         if path is None:
             return []
-        marker_dir = path.parent / _FORKS_DIR
         children: list[str] = []
-        with contextlib.suppress(FileNotFoundError):
-            for entry in _entries(marker_dir):
-                child = Path(entry.path).read_bytes().decode("utf-8", "surrogatepass")
-                stored = self._find(child)
-                if stored is not None:
-                    header = self._read_listing_header(stored)
-                    if header is not None and header.extra.get(SHARED_PREFIX_KEY) is True:
-                        children.append(child)
+        for entry in self._scan_dir(path.parent / _FORKS_DIR):
+            try:
+                child = decode_session_id(entry.name)
+            except (UnicodeDecodeError, ValueError, OverflowError):
+                continue  # not a marker this store wrote
+            try:
+                child_path = self._find(child)
+                header = self._read_listing_header(child_path) if child_path is not None else None
+            except AgentlogError:
+                children.append(child)  # unreadable: assume it still needs its parent
+                continue
+            if child_path is None:
+                continue  # a stale marker: the child was deleted or never published
+            if header is not None and _is_shared(header) and header.parent_session == session_id:
+                children.append(child)
         return children
 
     def _delete_stored(self, session_id: str) -> None:
+        """Unlink the transcript (the point of no return), then the rest of its directory."""
         path = self._find(session_id)
         if path is None:
             return
-        header = self._read_listing_header(path)
-        shutil.rmtree(path.parent)
-        self._fs.fsync_dir(str(path.parent.parent))
-        self._paths.pop(session_id, None)
-        self._cache.pop(session_id, None)
+        try:
+            header = self._read_listing_header(path)
+        except AgentlogError:
+            header = None  # a damaged session can still be deleted
+        session_dir = path.parent
+        try:
+            self._fs.unlink(str(path))
+            self._fs.fsync_dir(str(session_dir))
+            shutil.rmtree(session_dir)
+            self._fs.fsync_dir(str(session_dir.parent))
+        except OSError as exc:
+            _io_error(f"could not delete {session_dir}: {exc}", exc, session_id=session_id,
+                      file=str(session_dir))
+        finally:
+            self._paths.pop(session_id, None)
+            self._forget(session_id)
         if header is not None and header.parent_session is not None:
             parent = self._find(header.parent_session)
             if parent is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(parent.parent / _FORKS_DIR / encode_session_id(session_id))
+                self._remove_marker(parent.parent / _FORKS_DIR / encode_session_id(session_id))
 
     def materialize(self, session_id: str) -> None:
-        """Rewrite a shared-prefix fork as a full, DSH-readable copy of its log."""
+        """Rewrite a shared-prefix fork as a full, DSH-readable copy of its log (no-op otherwise).
+
+        The result is byte-identical to what a copying fork would have written: the header,
+        the prefix as one batch, then the child's own batches unchanged. An interrupted turn
+        is repaired first, as by ``load``. Afterwards the parent no longer counts the child.
+        """
+        self._check_open()
         with self._serialized(session_id):
             if session_id in self._live:
                 raise UsageError("cannot materialize a live session; close it first", session_id=session_id)
-            path = self._find(session_id)
-            stored = self._load_stored(session_id)
-            if path is None or stored is None:
-                from agentlog.errors import SessionNotFoundError
-
+            if self._find(session_id) is None:
                 raise SessionNotFoundError("session not found", session_id=session_id)
-            if stored.header.extra.get(SHARED_PREFIX_KEY) is not True:
-                return
-            header = SessionHeader(
-                id=stored.header.id, created_at=stored.header.created_at, cwd=stored.header.cwd,
-                parent_session=stored.header.parent_session, seed_length=stored.header.seed_length,
-                extra=frozen_dict((k, v) for k, v in stored.header.extra.items() if k != SHARED_PREFIX_KEY),
-            )
-            content = self._encode_header(header)
-            if stored.events:
-                content += self._encode(stored.events)
-            temp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
-            fs = self._fs
+            lock = self._acquire_writer_lock(session_id)
+            try:
+                self._materialize_locked(session_id)
+            finally:
+                lock.release()
+
+    def _materialize_locked(self, session_id: str) -> None:
+        transcript = self._read_transcript(session_id)
+        if transcript is None:
+            raise SessionNotFoundError("session not found", session_id=session_id)
+        stored = transcript.stored_header
+        if not _is_shared(stored):
+            return
+        inspection = self._load_committed(session_id)  # validates the whole log, commits repair
+        path = transcript.path
+        read = self._read_file(path)
+        if read is None:
+            raise SessionNotFoundError("session not found", session_id=session_id)
+        data = read[0]
+        if self.compressed:
+            own_start = scan_zstd_frames(data, max_frames=1, path=str(path)).frames[0][1]
+        else:
+            own_start = data.index(b"\n") + 1
+        plain = _public_header(stored)
+        prefix = inspection.events[: stored.seed_length or 0]
+        content = self._encode_header(plain) + (self._encode(prefix) if prefix else b"") + data[own_start:]
+        fs = self._fs
+        temp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
+        try:
             fd = fs.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 fs.write(fd, content)
                 fs.fsync(fd)
             finally:
                 fs.close(fd)
-            os.replace(temp, path)
+            fs.replace(temp, str(path))
             fs.fsync_dir(str(path.parent))
-            self._cache.pop(session_id, None)
-            parent = self._find(header.parent_session or "")
-            if parent is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(parent.parent / _FORKS_DIR / encode_session_id(session_id))
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                fs.unlink(temp)
+            _io_error(f"could not rewrite {path} as a full copy: {exc}", exc, session_id=session_id,
+                      file=str(path))
+        finally:
+            self._forget(session_id)
+        parent = self._find(stored.parent_session) if stored.parent_session is not None else None
+        if parent is not None:
+            self._remove_marker(parent.parent / _FORKS_DIR / encode_session_id(session_id))
 
 
-def _entries(directory: Path) -> list[os.DirEntry[str]]:
-    with os.scandir(directory) as iterator:
-        return list(iterator)
+# -- helpers -----------------------------------------------------------------------------------------
+
+
+def _io_error(detail: str, cause: OSError, **fields: Any) -> NoReturn:
+    """Raise ``PersistenceIOError`` carrying the cause's errno, chained to it."""
+    error = PersistenceIOError(detail, **fields)
+    error.errno = cause.errno
+    error.strerror = cause.strerror
+    raise error from cause
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_shared(header: SessionHeader) -> bool:
+    return header.extra.get(SHARED_PREFIX_KEY) is True
+
+
+def _with_extra(header: SessionHeader, extra: dict[str, Any]) -> SessionHeader:
+    pairs = [(key, value) for key, value in header.extra.items() if key not in extra]
+    return SessionHeader(
+        id=header.id, created_at=header.created_at, cwd=header.cwd, parent_session=header.parent_session,
+        seed_length=header.seed_length, origin=header.origin, delegation_depth=header.delegation_depth,
+        agent_preset=header.agent_preset, version=header.version,
+        extra=frozen_dict([*pairs, *extra.items()]),
+    )
+
+
+def _public_header(header: SessionHeader) -> SessionHeader:
+    """The header callers see: the storage-only shared-prefix flag removed."""
+    if SHARED_PREFIX_KEY not in header.extra:
+        return header
+    kept = [(key, value) for key, value in header.extra.items() if key != SHARED_PREFIX_KEY]
+    return SessionHeader(
+        id=header.id, created_at=header.created_at, cwd=header.cwd, parent_session=header.parent_session,
+        seed_length=header.seed_length, origin=header.origin, delegation_depth=header.delegation_depth,
+        agent_preset=header.agent_preset, version=header.version, extra=frozen_dict(kept),
+    )
 
 
 def _identity(stat: os.stat_result) -> tuple[int, ...]:

@@ -26,6 +26,9 @@ def open_store(url: str) -> Store:
 
     - ``jsonl:///path/to/root`` (or a bare path): JSONL transcripts, zstd frames by default;
       ``?compression=none`` for raw lines, ``?pack_chunks=false`` for one event per line;
+    - ``sqlite:///path/to/file.db``: one SQLite database for every session;
+    - ``postgresql://user@host:port/db`` (or ``postgres://``): a PostgreSQL store shared by many
+      hosts (needs ``pip install 'agentlog[postgres]'``); libpq environment variables apply;
     - ``memory:``: in-process only;
     - every scheme accepts ``?write_delay_ms=N`` (the write-behind window, default 200).
     """
@@ -55,8 +58,26 @@ def open_store(url: str) -> Store:
         pack = query.pop("pack_chunks", "true").lower() not in ("false", "0", "no")
         store = JsonlStore(os.path.expanduser(path), compression="zstd" if compression == "zstd" else "none",
                            pack_chunks=pack, write_delay_ms=delay)
+    elif scheme == "sqlite":
+        from agentlog.store.sqlite import SqliteStore
+
+        if not path:
+            raise UsageError(f"sqlite store URL needs a file path: {url!r}")
+        store = SqliteStore(os.path.expanduser(path), write_delay_ms=delay)
+    elif scheme in ("postgresql", "postgres"):
+        try:
+            from agentlog.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise UsageError(
+                "the PostgreSQL store needs psycopg: pip install 'agentlog[postgres]'"
+            ) from exc
+        dsn = url.split("?", 1)[0]
+        schema = query.pop("schema", "agentlog")
+        store = PostgresStore(dsn, schema=schema, write_delay_ms=delay)
     else:
-        raise UsageError(f"unknown store scheme {scheme!r} in {url!r} (expected jsonl:, memory:)")
+        raise UsageError(
+            f"unknown store scheme {scheme!r} in {url!r} (expected jsonl:, sqlite:, postgresql:, memory:)"
+        )
     if query:
         raise UsageError(f"unknown store option(s) {', '.join(sorted(query))} in {url!r}")
     return store

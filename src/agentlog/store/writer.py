@@ -13,6 +13,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections import deque
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -41,10 +42,11 @@ class LiveSession:
         self._state = state
         self._lock = lock
         self._delay = store.write_delay_ms / 1000.0
-        self._queue: list[Event] = list(session.events[state.cursor :])
-        self._queue_guard = threading.Condition(threading.Lock())
+        # Appends only push onto the deque (atomic); the condition guards the timer state.
+        self._queue: deque[Event] = deque(session.events[state.cursor :])
+        self._cond = threading.Condition(threading.Lock())
         self._io = threading.Lock()
-        self._deadline: float | None = time.monotonic() + self._delay if self._queue else None
+        self._deadline: float | None = None
         self._paused = False
         self._barriers = 0
         self._closed = False
@@ -52,9 +54,9 @@ class LiveSession:
         self._unsubscribe = session.subscribe(self._admit)
         store._attach_live(self)
         if self._queue:
+            with self._cond:
+                self._arm()
             self._ensure_thread()
-
-    # -- public ------------------------------------------------------------------------------
 
     @property
     def id(self) -> str:
@@ -67,31 +69,26 @@ class LiveSession:
 
     def flush(self) -> None:
         """Return once every event appended before this call is durable; raise if it is not."""
-        with self._queue_guard:
+        with self._cond:
             self._barriers += 1
             self._deadline = None
             self._paused = False
         try:
             with self._io:
                 while True:
-                    with self._queue_guard:
-                        batch = self._queue
-                        self._queue = []
+                    batch = self._drain()
                     if not batch:
                         return
                     try:
                         self._write(batch)
                     except BaseException:
-                        with self._queue_guard:
-                            self._queue = batch + self._queue
-                            self._paused = True
+                        self._retain(batch)
                         raise
         finally:
-            with self._queue_guard:
+            with self._cond:
                 self._barriers -= 1
-                if self._queue and self._barriers == 0 and not self._paused and self._deadline is None:
-                    self._deadline = time.monotonic() + self._delay
-                    self._queue_guard.notify_all()
+                if not self._paused:
+                    self._arm()
 
     def close(self) -> None:
         """Flush, stop the writer and release the writer lock (idempotent)."""
@@ -102,8 +99,8 @@ class LiveSession:
         finally:
             self._closed = True
             self._unsubscribe()
-            with self._queue_guard:
-                self._queue_guard.notify_all()
+            with self._cond:
+                self._cond.notify_all()
             if self._thread is not None and self._thread is not threading.current_thread():
                 self._thread.join()
             self._lock.release()
@@ -113,9 +110,9 @@ class LiveSession:
         """Stop without flushing (what a crash does); queued events are dropped."""
         self._closed = True
         self._unsubscribe()
-        with self._queue_guard:
-            self._queue = []
-            self._queue_guard.notify_all()
+        with self._cond:
+            self._queue.clear()
+            self._cond.notify_all()
         if self._thread is not None:
             self._thread.join()
         self._lock.release()
@@ -162,63 +159,71 @@ class LiveSession:
     # -- write-behind machinery ----------------------------------------------------------------
 
     def _admit(self, event: Event) -> None:
-        """Session observer: queue the committed event; start the window if the queue was empty."""
+        """Session observer: queue the committed event (no lock unless a window must start)."""
         if self._closed:
             return
-        with self._queue_guard:
-            was_empty = not self._queue
-            self._queue.append(event)
-            if self._paused:
+        self._queue.append(event)
+        if self._deadline is None or self._paused:
+            with self._cond:
                 self._paused = False
-                self._deadline = time.monotonic() + self._delay
-                self._queue_guard.notify_all()
-            elif was_empty and self._barriers == 0 and self._deadline is None:
-                self._deadline = time.monotonic() + self._delay
-                self._queue_guard.notify_all()
+                self._arm()
         if self._thread is None:
             self._ensure_thread()
 
+    def _arm(self) -> None:
+        """Start the batching window if events wait and none runs (caller holds ``_cond``)."""
+        if self._queue and self._deadline is None and self._barriers == 0 and not self._paused:
+            self._deadline = time.monotonic() + self._delay
+            self._cond.notify_all()
+
+    def _drain(self) -> list[Event]:
+        queue = self._queue
+        return [queue.popleft() for _ in range(len(queue))]
+
+    def _retain(self, batch: list[Event]) -> None:
+        """Put a failed batch back in front of newer events and pause automatic writing."""
+        with self._cond:
+            self._queue.extendleft(reversed(batch))
+            self._paused = True
+            self._deadline = None
+
     def _ensure_thread(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"agentlog-writer-{self.id}", daemon=True)
-            self._thread.start()
+        with self._cond:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=f"agentlog-writer-{self.id}",
+                                                daemon=True)
+                self._thread.start()
 
     def _run(self) -> None:
         """The background writer: wait for the deadline, then write the whole queue."""
         while True:
-            with self._queue_guard:
+            with self._cond:
                 while not self._closed and (self._deadline is None or self._paused):
-                    self._queue_guard.wait()
+                    self._cond.wait()
                 if self._closed:
                     return
                 assert self._deadline is not None
                 remaining = self._deadline - time.monotonic()
                 if remaining > 0:
-                    self._queue_guard.wait(remaining)
+                    self._cond.wait(remaining)
                     continue
                 self._deadline = None
             self._background_write()
 
     def _background_write(self) -> None:
         with self._io:
-            with self._queue_guard:
-                batch = self._queue
-                self._queue = []
+            batch = self._drain()
             if not batch:
                 return
             try:
                 self._write(batch)
             except Exception as exc:
-                with self._queue_guard:
-                    self._queue = batch + self._queue
-                    self._paused = True
-                    self._deadline = None
+                self._retain(batch)
                 logger.warning('session "%s": background write of %d events failed '
                                "(buffered events retained): %s", self.id, len(batch), exc)
                 return
-            with self._queue_guard:
-                if self._queue and self._deadline is None and self._barriers == 0 and not self._paused:
-                    self._deadline = time.monotonic() + self._delay
+            with self._cond:
+                self._arm()
 
     def _write(self, batch: list[Event]) -> None:
         store = self.store
