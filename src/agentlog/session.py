@@ -31,12 +31,11 @@ from agentlog.events import (
     Replace,
     SurfaceOp,
     check_envelope,
-    is_safe_int,
     make_event,
     wire_op_first,
 )
 from agentlog.header import SessionHeader, now_ms
-from agentlog.jsonvalue import freeze
+from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze
 from agentlog.messages import Message, check_message_shape, derive_event_message
 from agentlog.request_header import canonical_header, check_request_header_shape, event_header
 from agentlog.surface import Surface, SurfaceManager, parse_markers
@@ -44,6 +43,8 @@ from agentlog.surface import Surface, SurfaceManager, parse_markers
 __all__ = ["EventsView", "Observer", "Session", "Validator"]
 
 logger = logging.getLogger("agentlog")
+
+_new_tuple = tuple.__new__
 
 Observer = Callable[[Event], object]
 """Called after each committed append with the logged event; failures are contained."""
@@ -336,29 +337,36 @@ class Session:
 
         A refused append raises a subclass of ``AgentlogError`` and leaves the log as it was.
         """
-        seq = len(self._log)
+        log = self._log
+        seq = len(log)
         try:
             event = self._candidate(type, data, surface_op, source_event_seqs, seq)
             if self._publishing:
                 raise UsageError(
                     "session append cannot reenter while another append is being published"
                 )
-            self._manager.validate_next(event)
+            if event[4] is not None:
+                self._manager.validate_next(event)
         except AgentlogError as exc:
             raise exc.locate(session_id=self.id, seq=seq,
                              event_type=type if isinstance(type, str) else None) from None
         if self._validators or self._observers:
             return self._publish(event)
-        self._manager.commit(event)
-        self._log.append(event)
+        if event[4] is None:  # log-only: _candidate already refused markerless surface types
+            self._manager.next_seq = seq + 1
+        else:
+            self._manager.commit(event)
+        log.append(event)
         return event
 
     def _candidate(
         self, event_type: Any, data: Any, surface_op: Any, source_seqs: Any, seq: int
     ) -> Event:
-        if type(event_type) is not str or not event_type:
+        if event_type.__class__ is not str or not event_type:
             raise InvalidEventError(f"event type must be a non-empty string, got {event_type!r}")
-        frozen = freeze(data, root="data", what="non-JSON-serializable data")
+        frozen = data if data.__class__ is FrozenDict else freeze(
+            data, root="data", what="non-JSON-serializable data"
+        )
         if event_type == LEGACY_HEADER_DELTA:
             raise InvalidEventError(f"unsupported legacy {LEGACY_HEADER_DELTA}")
         if event_type == REQUEST_HEADER and isinstance(frozen, dict) and (
@@ -378,9 +386,10 @@ class Session:
         else:
             op, seqs = None, None
         time = self._clock()
-        if not is_safe_int(time):
+        if time.__class__ is not int or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
             raise UsageError(f"session clock returned {time!r}; expected epoch milliseconds")
-        return make_event(event_type, seq, time, frozen, op, seqs)
+        event: Event = _new_tuple(Event, (event_type, seq, time, frozen, op, seqs, False, False))
+        return event
 
     def _publish(self, event: Event) -> Event:
         self._publishing = True
