@@ -67,7 +67,7 @@ class EventsView(Sequence[Event]):
     def __getitem__(self, index: slice) -> list[Event]: ...
     def __getitem__(self, index: int | slice) -> Event | list[Event]:
         if isinstance(index, slice):
-            return self._log[: self._len][index]
+            return self._log[slice(*index.indices(self._len))]
         if index < 0:
             index += self._len
         if not 0 <= index < self._len:

@@ -152,7 +152,7 @@ def _install(dsh_fixtures: Path, entry: dict[str, object], root: Path) -> Path:
 def _expected(dsh_fixtures: Path, entry: dict[str, object]) -> list[bytes]:
     names = entry["expected"]
     assert isinstance(names, dict)
-    return (dsh_fixtures / names["events"]).read_bytes().splitlines()
+    return (dsh_fixtures / str(names["events"])).read_bytes().splitlines()
 
 
 _SYNTHETIC = re.compile(rb'("id":"interrupted-tool-result-.*?"text":)"(?:[^"\\]|\\.)*"')
@@ -373,5 +373,9 @@ def test_failed_rollback_reports_both_errors(tmp_path: Path) -> None:
     store.append("s1", log.events[:9])
     fs.fail_fsync_at = fs.fsyncs + 1
     fs.fail_truncate = True
-    with pytest.raises(PersistenceIOError, match="failed to roll back"):
+    with pytest.raises(PersistenceIOError, match="failed to roll back") as info:
         store.append("s1", log.events[9:])
+    both = info.value.__cause__
+    assert isinstance(both, ExceptionGroup)
+    assert [getattr(exc, "errno", None) for exc in both.exceptions] == [errno.ENOSPC, errno.EIO]
+    assert info.value.offset is not None

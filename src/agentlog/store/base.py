@@ -377,7 +377,7 @@ class Store(ABC):
         live = self._live.get(session_id)
         if live is not None:
             live.flush()
-            source, durable = live.session, live.session.seq
+            source, durable = live.session, live.durable_seq
         else:
             with self._serialized(session_id):
                 stored, source, _closers = self._prepare(session_id)

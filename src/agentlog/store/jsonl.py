@@ -10,6 +10,7 @@ DSH-readable copy), and sessions can be deleted unless a fork still references t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import fcntl
@@ -19,7 +20,7 @@ import stat as stat_mode
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn
@@ -60,6 +61,7 @@ from agentlog.store.jsonl_format import (
     encode_batch,
     encode_header_line,
     encode_session_id,
+    first_stored_seq,
     parse_header_line,
     project_key,
     read_header_prefix,
@@ -105,11 +107,19 @@ class _Transcript:
     events: tuple[Event, ...]
     """Events physically in this file: seqs from ``first_stored_seq(stored_header)``."""
     torn: TornTail | None
+    partial: bool = False
+    """Scanned only up to some seq (a fork's prefix): nothing after ``events`` was examined."""
 
     @property
     def complete(self) -> list[Event]:
         """Stored events plus the complete records of a torn zstd frame (they survive repair)."""
         return [*self.events, *self.torn.recovered] if self.torn is not None else list(self.events)
+
+    def serves(self, until_seq: int | None) -> bool:
+        """Whether this scan answers a read up to ``until_seq`` (None: the whole transcript)."""
+        if not self.partial:
+            return True
+        return until_seq is not None and first_stored_seq(self.stored_header) + len(self.events) >= until_seq
 
 
 class JsonlStore(Store):
@@ -290,14 +300,18 @@ class JsonlStore(Store):
             if _identity(before) == _identity(after):
                 return data, _revision(after)
 
-    def _read_transcript(self, session_id: str) -> _Transcript | None:
-        """Read and scan one transcript (no fork resolution); reuses the scan while unchanged."""
+    def _read_transcript(self, session_id: str, until_seq: int | None = None) -> _Transcript | None:
+        """Read and scan one transcript (no fork resolution); reuses the scan while unchanged.
+
+        With ``until_seq`` the scan may stop once the events below it are read (a fork's prefix);
+        a partial scan serves later reads of no more than it holds.
+        """
         path = self._find(session_id)
         if path is None:
             return None
         with self._cache_guard:
             cached = self._cache.get(session_id)
-        if cached is not None and cached.path == path:
+        if cached is not None and cached.path == path and cached.serves(until_seq):
             info = self._stat(path)
             if info is None:
                 return None
@@ -310,9 +324,9 @@ class JsonlStore(Store):
         if read is None:
             return None
         data, revision = read
-        scan = scan_log(data, compressed=self.compressed, path=str(path))
+        scan = scan_log(data, compressed=self.compressed, path=str(path), until_seq=until_seq)
         self._check_identity(session_id, scan.header, path)
-        transcript = _Transcript(path, revision, scan.header, tuple(scan.events), scan.torn)
+        transcript = _Transcript(path, revision, scan.header, tuple(scan.events), scan.torn, scan.partial)
         with self._cache_guard:
             self._cache[session_id] = transcript
             self._cache.move_to_end(session_id)
@@ -339,38 +353,46 @@ class JsonlStore(Store):
                          list(torn.recovered) if torn is not None else [])
 
     def _shared_prefix(self, child: _Transcript) -> list[Event]:
-        """The events a shared-prefix fork reads from its ancestors (iterative over a fork chain)."""
-        chain = [child]
-        seen = {child.stored_header.id}
-        while _is_shared(chain[-1].stored_header):
-            header = chain[-1].stored_header
-            parent_id, length = header.parent_session, header.seed_length
-            if parent_id is None or length is None:
+        """The events a shared-prefix fork reads from its ancestors (iterative over a fork chain).
+
+        Walking up, each ancestor supplies the seqs it holds itself below what its descendants
+        still need, and is scanned only that far.
+        """
+        pieces: list[list[Event]] = []
+        header = child.stored_header
+        limit = header.seed_length  # seqs below it still come from ancestors
+        seen = {header.id}
+        while True:
+            parent_id, where = header.parent_session, str(self._paths.get(header.id, ""))
+            if parent_id is None or header.seed_length is None or limit is None:
                 raise SessionCorruptionError("shared-prefix fork lacks parentSession or seedLength",
-                                             session_id=header.id, file=str(chain[-1].path))
+                                             session_id=header.id, file=where or None)
             if parent_id in seen:
                 raise SessionCorruptionError(f"shared-prefix fork chain loops back to {parent_id!r}",
-                                             session_id=header.id, file=str(chain[-1].path))
+                                             session_id=header.id, file=where or None)
             seen.add(parent_id)
-            parent = self._read_transcript(parent_id)
+            parent = self._read_transcript(parent_id, until_seq=limit)
             if parent is None:
                 raise SessionCorruptionError(
-                    f"fork parent {parent_id!r} is missing: this fork shares its first {length} events "
-                    "(materialize forks before removing their parents)",
-                    session_id=header.id, file=str(chain[-1].path),
+                    f"fork parent {parent_id!r} is missing: this fork shares its first "
+                    f"{header.seed_length} events (materialize forks before removing their parents)",
+                    session_id=header.id, file=where or None,
                 )
-            chain.append(parent)
-        full = chain[-1].complete
-        for link in reversed(chain[:-1]):
-            header = link.stored_header
-            length = header.seed_length or 0
-            if len(full) < length:
-                raise SessionCorruptionError(
-                    f"fork parent {header.parent_session!r} holds {len(full)} events, fewer than the "
-                    f"{length} this fork shares", session_id=header.id, file=str(link.path),
-                )
-            full = full[:length] if link is child else [*full[:length], *link.complete]
-        return full
+            shared = _is_shared(parent.stored_header)
+            first = (parent.stored_header.seed_length or 0) if shared else 0  # its first own seq
+            if first < limit:
+                own = parent.complete
+                if first + len(own) < limit:
+                    raise SessionCorruptionError(
+                        f"fork parent {parent_id!r} holds {first + len(own)} events, fewer than the "
+                        f"{limit} its forks share", session_id=child.stored_header.id, file=str(parent.path),
+                    )
+                pieces.append(own[: limit - first])
+                limit = first
+            if not shared or limit == 0:
+                break
+            header = parent.stored_header
+        return [event for piece in reversed(pieces) for event in piece]
 
     def _read_raw(self, session_id: str) -> RawArtifact | None:
         """The transcript's text as written (complete zstd frames decoded); only its header is parsed."""
@@ -598,20 +620,43 @@ class JsonlStore(Store):
         if not prefix:
             return
         parent_id = header.parent_session
-        parent_path = self._find(parent_id) if parent_id is not None else None
-        if parent_path is None:
-            raise SessionNotFoundError(f"fork parent {parent_id!r} has no transcript", session_id=header.id)
+        if parent_id is None:
+            raise UsageError("a fork by reference needs a parent session", session_id=header.id)
         shared = _with_extra(header, {SHARED_PREFIX_KEY: True})
         content = self._encode_header(shared)
-        marker = parent_path.parent / _FORKS_DIR / encode_session_id(header.id)
-        self._write_marker(marker, header.id)
-        try:
-            self._materialize(shared, content)
-        except BaseException:
-            self._remove_marker(marker)
-            raise
+        with self._reference_guard(parent_id, exclusive=False):
+            parent_path = self._find(parent_id)
+            if parent_path is None:
+                raise SessionNotFoundError(f"fork parent {parent_id!r} has no transcript (deleted?)",
+                                           session_id=header.id)
+            marker = parent_path.parent / _FORKS_DIR / encode_session_id(header.id)
+            self._write_marker(marker, header.id)
+            try:
+                self._materialize(shared, content)
+            except BaseException:
+                self._remove_marker(marker)
+                raise
         state.materialized = True
         state.cursor = len(prefix)
+
+    @contextlib.contextmanager
+    def _reference_guard(self, session_id: str, *, exclusive: bool) -> Iterator[None]:
+        """Serialize, across processes, publishing a fork of ``session_id`` with deleting it.
+
+        Forks hold it shared while they record their marker and publish; ``delete`` holds it
+        exclusively while it re-checks for children and unlinks, so no child can slip in between.
+        """
+        path = self._lock_path(session_id).with_suffix(".refs")
+        try:
+            os.makedirs(path.parent, mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError as exc:
+            _io_error(f"cannot create lock file: {exc}", exc, session_id=session_id, file=str(path))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)  # closing the last descriptor releases the flock
 
     def _write_marker(self, marker: Path, session_id: str) -> None:
         fs = self._fs
@@ -656,7 +701,21 @@ class JsonlStore(Store):
         return children
 
     def _delete_stored(self, session_id: str) -> None:
-        """Unlink the transcript (the point of no return), then the rest of its directory."""
+        """Unlink the transcript (the point of no return), then the rest of its directory.
+
+        Children are checked again under the reference guard: a fork published by another
+        process after ``Store.delete``'s first check still keeps its parent.
+        """
+        with self._reference_guard(session_id, exclusive=True):
+            children = self._children_of(session_id)
+            if children:
+                raise UsageError(
+                    f"cannot delete: fork children reference this session ({', '.join(sorted(children))})",
+                    session_id=session_id,
+                )
+            self._delete_unguarded(session_id)
+
+    def _delete_unguarded(self, session_id: str) -> None:
         path = self._find(session_id)
         if path is None:
             return
@@ -700,6 +759,10 @@ class JsonlStore(Store):
             finally:
                 lock.release()
 
+    async def amaterialize(self, session_id: str) -> None:
+        """``materialize()`` without blocking the event loop."""
+        await asyncio.to_thread(self.materialize, session_id)
+
     def _materialize_locked(self, session_id: str) -> None:
         transcript = self._read_transcript(session_id)
         if transcript is None:
@@ -707,7 +770,7 @@ class JsonlStore(Store):
         stored = transcript.stored_header
         if not _is_shared(stored):
             return
-        inspection = self._load_committed(session_id)  # validates the whole log, commits repair
+        session = self._load_committed(session_id)  # validates the whole log, commits any repair
         path = transcript.path
         read = self._read_file(path)
         if read is None:
@@ -718,7 +781,7 @@ class JsonlStore(Store):
         else:
             own_start = data.index(b"\n") + 1
         plain = _public_header(stored)
-        prefix = inspection.events[: stored.seed_length or 0]
+        prefix = session.events[: stored.seed_length or 0]
         content = self._encode_header(plain) + (self._encode(prefix) if prefix else b"") + data[own_start:]
         fs = self._fs
         temp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"

@@ -104,6 +104,8 @@ class LogScan:
     events: list[Event]
     committed_end: int
     torn: TornTail | None
+    partial: bool = False
+    """True when scanning stopped at ``until_seq``: nothing after ``committed_end`` was examined."""
 
 
 class _Issue(Exception):  # noqa: N818 - internal; converted before it leaves the module
@@ -278,29 +280,42 @@ def first_stored_seq(header: SessionHeader) -> int:
     return 0
 
 
-def scan_log(data: bytes, *, compressed: bool, path: str) -> LogScan:
+def scan_log(data: bytes, *, compressed: bool, path: str, until_seq: int | None = None) -> LogScan:
     """Read a whole transcript (raw or zstd) into its valid prefix and torn tail (§4.5-§4.7, §6).
 
     Raises ``SessionCorruptionError`` (with ``file`` and ``offset``) for a defect in the committed
     region and ``SessionFormatUnsupportedError`` for a foreign format version or an unknown,
     non-ignorable event type. Events are decoded by the codec, not validated further.
+    With ``until_seq``, scanning may stop (``partial``) once every event below it is read:
+    what a fork sharing a prefix needs from its parent.
     """
-    scan = _scan_zstd(data, path) if compressed else _scan_raw(data, path)
+    scan = _scan_zstd(data, path, until_seq) if compressed else _scan_raw(data, path, until_seq)
     _check_vocabulary(scan.events, path)
     if scan.torn is not None:
         _check_vocabulary(scan.torn.recovered, path)
     return scan
 
 
-def _scan_raw(data: bytes, path: str) -> LogScan:
+_PARTIAL_STEP: Final = 1 << 16
+"""Bytes fed to the line scanner between checks of ``until_seq`` (raw transcripts)."""
+
+
+def _scan_raw(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
     newline = data.find(b"\n")
     if newline < 0:
         raise SessionCorruptionError("empty or header-less session log", file=path, offset=0)
     header_end = newline + 1
     header = parse_header_line(data[:header_end], path=path)
-    scanner = _LineScanner(header_end, path, first_stored_seq(header))
+    first_seq = first_stored_seq(header)
+    scanner = _LineScanner(header_end, path, first_seq)
     try:
-        scanner.write(data[header_end:])
+        if until_seq is None:
+            scanner.write(data[header_end:])
+        else:
+            for start in range(header_end, len(data), _PARTIAL_STEP):
+                if first_seq + len(scanner.events) >= until_seq and scanner.issue is None:
+                    return LogScan(header, header_end, scanner.events, scanner.committed, None, True)
+                scanner.write(data[start:start + _PARTIAL_STEP])
     except _Issue as issue:
         raise _corruption_of(issue, path) from None
     committed = scanner.committed
@@ -319,7 +334,7 @@ def _header_frame(data: bytes, span: tuple[int, int], path: str,
     return plaintext
 
 
-def _scan_zstd(data: bytes, path: str) -> LogScan:
+def _scan_zstd(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
     first = scan_zstd_frames(data, max_frames=1, path=path).frames
     if not first:
         raise SessionCorruptionError(f"{_CORRUPT_ZSTD}: empty or header-less session log",
@@ -329,9 +344,14 @@ def _scan_zstd(data: bytes, path: str) -> LogScan:
     header = parse_header_line(header_plain, path=path)
     structure = scan_zstd_frames(data, path=path)
     frames = structure.frames
-    scanner = _LineScanner(len(header_plain), path, first_stored_seq(header))
+    first_seq = first_stored_seq(header)
+    scanner = _LineScanner(len(header_plain), path, first_seq)
     try:
         for span in frames[1:]:
+            if until_seq is not None and first_seq + len(scanner.events) >= until_seq and (
+                scanner.issue is None and scanner.committed == scanner.input_bytes
+            ):
+                return LogScan(header, first[0][1], scanner.events, span[0], None, True)
             scanner.write(decode_frame(data, span, path=path, decompressor=decompressor), span[0])
         if scanner.committed != scanner.input_bytes:
             raise SessionCorruptionError(
