@@ -22,6 +22,7 @@ def public_names_defined_in_init() -> list[str]:
             names += [alias.asname or alias.name for alias in node.names]
         elif isinstance(node, ast.Assign):
             names += [target.id for target in node.targets if isinstance(target, ast.Name)]
+    names += list(agentlog._LAZY)  # imported on first access (optional extras)
     return [
         name for name in names if name != "__all__" and (not name.startswith("_") or name == "__version__")
     ]

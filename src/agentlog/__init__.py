@@ -3,14 +3,25 @@
 The public API lives here and only here; submodules are implementation.
 """
 
+from agentlog.compaction.config import CompactionConfig
+from agentlog.compaction.engine import Compactor
+from agentlog.compaction.fidelity import FidelityReport, compaction_fidelity
+from agentlog.compaction.invariants import CompactionInvariantChecker
+from agentlog.compaction.pruner import ToolResultPruner
+from agentlog.compaction.result import CompactionResult
+from agentlog.compaction.summarizers import ExtractiveSummarizer, OpenAICompatibleSummarizer
+from agentlog.compaction.summary import Summarizer, SummaryRequest, SummaryResult
+from agentlog.compaction.tokens import TokenMeter
 from agentlog.errors import (
     AgentlogError,
+    CompactionConfigError,
     CompactionError,
     ConcurrentWriterError,
     ForkError,
     InvalidEventError,
     InvalidHeaderError,
     InvariantError,
+    MissingExtraError,
     PersistenceIOError,
     SessionCorruptionError,
     SessionExistsError,
@@ -18,7 +29,9 @@ from agentlog.errors import (
     SessionLockedError,
     SessionNotFoundError,
     StoreError,
+    SummarizerError,
     SurfaceError,
+    TargetPressureConfigError,
     UsageError,
 )
 from agentlog.events import KNOWN_EVENT_TYPES, SURFACE_TYPES, Event, Replace, SurfaceOp
@@ -34,6 +47,7 @@ from agentlog.session import EventsView, Session
 from agentlog.store.base import Inspection, RawArtifact, Snapshot, Store
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.memory import MemoryStore
+from agentlog.store.sqlite import SqliteStore
 from agentlog.store.urls import open_store
 from agentlog.store.writer import LiveSession
 from agentlog.surface import (
@@ -48,15 +62,40 @@ from agentlog.surface import (
 
 __version__ = "0.1.0"
 
+_LAZY = {"PostgresStore": "agentlog.store.postgres"}
+"""Public names whose modules need an optional extra; imported on first access."""
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentlog' has no attribute {name!r}")
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"{name} needs the PostgreSQL driver: pip install 'agentlog[postgres]'"
+        ) from exc
+
+
 __all__ = [
     "FORMAT_VERSION",
     "KNOWN_EVENT_TYPES",
     "SURFACE_TYPES",
     "AgentlogError",
+    "CompactionConfig",
+    "CompactionConfigError",
     "CompactionError",
+    "CompactionInvariantChecker",
+    "CompactionResult",
+    "Compactor",
     "ConcurrentWriterError",
     "Event",
     "EventsView",
+    "ExtractiveSummarizer",
+    "FidelityReport",
     "ForkError",
     "FrozenDict",
     "Inspection",
@@ -68,7 +107,10 @@ __all__ = [
     "LiveSession",
     "MemoryStore",
     "Message",
+    "MissingExtraError",
+    "OpenAICompatibleSummarizer",
     "PersistenceIOError",
+    "PostgresStore",
     "RawArtifact",
     "Recorder",
     "Replace",
@@ -81,18 +123,27 @@ __all__ = [
     "SessionLockedError",
     "SessionNotFoundError",
     "Snapshot",
+    "SqliteStore",
     "Step",
     "Store",
     "StoreError",
+    "Summarizer",
+    "SummarizerError",
+    "SummaryRequest",
+    "SummaryResult",
     "Surface",
     "SurfaceError",
     "SurfaceFold",
     "SurfaceOp",
+    "TargetPressureConfigError",
+    "TokenMeter",
+    "ToolResultPruner",
     "Turn",
     "UsageError",
     "__version__",
     "canonical_header",
     "check_invariants",
+    "compaction_fidelity",
     "derive_event_message",
     "fold_request_header",
     "fold_surface",

@@ -17,7 +17,11 @@
     │   ├── SessionLockedError              another process holds the writer lock
     │   ├── SessionFormatUnsupportedError   intact log this build cannot read
     │   └── SessionCorruptionError          stored log is damaged
-    └── CompactionError                     .code: busy, cancelled, changed, ...
+    ├── CompactionError                     .code: busy, cancelled, changed, ...
+    ├── CompactionConfigError (ValueError)  a compaction or pruner setting refused
+    │   └── TargetPressureConfigError       the pressure policy cannot apply to a target
+    ├── SummarizerError (RuntimeError)      .code: MAX_TOKENS, UNSUPPORTED_CONTENT, ...
+    └── MissingExtraError (ImportError)     an optional dependency is not installed
 
 Errors carry structured fields (``session_id``, ``seq``, ``event_type``, ``path``,
 ``file``, ``offset``, ``code``) and render them into the message.
@@ -25,14 +29,18 @@ Errors carry structured fields (``session_id``, ``seq``, ``event_type``, ``path`
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AgentlogError",
+    "CompactionConfigError",
     "CompactionError",
     "ConcurrentWriterError",
     "ForkError",
     "InvalidEventError",
     "InvalidHeaderError",
     "InvariantError",
+    "MissingExtraError",
     "PersistenceIOError",
     "SessionCorruptionError",
     "SessionExistsError",
@@ -40,7 +48,9 @@ __all__ = [
     "SessionLockedError",
     "SessionNotFoundError",
     "StoreError",
+    "SummarizerError",
     "SurfaceError",
+    "TargetPressureConfigError",
     "UsageError",
 ]
 
@@ -158,8 +168,8 @@ class ConcurrentWriterError(StoreError):
 class SessionLockedError(StoreError):
     """Another process or live session holds the session's writer lock."""
 
-    def __init__(self, detail: str, *, pid: int | None = None, **kwargs: object) -> None:
-        super().__init__(detail, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, detail: str, *, pid: int | None = None, **fields: Any) -> None:
+        super().__init__(detail, **fields)
         self.pid = pid
 
 
@@ -173,3 +183,37 @@ class SessionCorruptionError(StoreError):
 
 class CompactionError(AgentlogError):
     """A compaction did not commit; ``code`` says why (busy, cancelled, changed, summary, ...)."""
+
+
+class CompactionConfigError(AgentlogError, ValueError):
+    """A compaction or pruner setting is unknown, out of range or contradicts another."""
+
+
+class TargetPressureConfigError(CompactionConfigError):
+    """The pressure policy cannot be applied to one target (no capacity, retain >= threshold)."""
+
+
+class SummarizerError(AgentlogError, RuntimeError):
+    """A summarization failed; ``code`` says why (MAX_TOKENS, UNSUPPORTED_CONTENT, RATE_LIMITED, ...).
+
+    ``status`` is the HTTP status when the provider answered with an error, ``retry_after_ms``
+    the delay it asked for, ``retryable`` whether a later attempt may succeed.
+    """
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        status: int | None = None,
+        retry_after_ms: int | None = None,
+        retryable: bool = False,
+        **fields: Any,
+    ) -> None:
+        super().__init__(detail, **fields)
+        self.status = status
+        self.retry_after_ms = retry_after_ms
+        self.retryable = retryable
+
+
+class MissingExtraError(AgentlogError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession
 
 __all__ = ["Flush", "Recorder", "Step", "Turn", "llm_failure", "turn_end_reason"]
+
+logger = logging.getLogger("agentlog")
 
 Flush = Callable[[], object]
 """A checkpoint: a blocking callable, or an async one (awaited by the ``a``-prefixed methods)."""
@@ -188,11 +191,17 @@ class Recorder:
     ``flush`` (optional) is a checkpoint run after the request header is logged (before each
     model request) and after each ``tool/call`` (before the tool runs), so a crash never loses
     a completed step. Given a ``LiveSession``, the recorder uses its ``flush`` unless
-    ``checkpoint=False``. ``compactor`` is kept for the loop's compaction policy.
+    ``checkpoint=False``.
+
+    ``compactor`` (a ``agentlog.compaction.engine.Compactor``) gives automatic compaction: before
+    each ``step/start`` it runs the pressure check inside the open turn (never failing the step),
+    and ``step.on_request_error(exc)`` / ``await step.aon_request_error(exc)`` runs context-overflow
+    recovery, returning True when the surface was replaced so the loop retries the request in the
+    same step. Inside an event loop use ``async with turn.step()`` so the check can be awaited.
     """
 
-    __slots__ = ("_active", "_last_turn", "_open_in_log", "_requested", "_scanned", "compactor",
-                 "flush", "session")
+    __slots__ = ("_active", "_last_turn", "_open_in_log", "_overflows", "_requested", "_scanned",
+                 "compactor", "flush", "session")
 
     def __init__(self, session: Session | LiveSession, *, flush: Flush | None = None,
                  checkpoint: bool = True, compactor: Any = None) -> None:
@@ -208,6 +217,7 @@ class Recorder:
         self._last_turn = 0
         self._open_in_log = False
         self._requested = False
+        self._overflows = 0  # overflow retries since the last successful response or idle
         self._active: Turn | None = None
 
     def turn(self) -> Turn:
@@ -258,6 +268,24 @@ class Recorder:
         result = self.flush()
         if inspect.isawaitable(result):
             await result
+
+    def _hook(self, name: str) -> Any:
+        """The compactor's loop hook ``name`` (None without a compactor that has it)."""
+        hook = getattr(self.compactor, name, None) if self.compactor is not None else None
+        return hook if callable(hook) else None
+
+    def _pre_step(self) -> None:
+        """The compactor's pre-step pressure check, run to completion (a warning inside a loop)."""
+        hook = self._hook("abefore_step")
+        if hook is None:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(hook(self.session))
+            return
+        logger.warning('session "%s": pre-step compaction skipped: a step started synchronously inside a '
+                       "running event loop; use `async with turn.step()`", self.session.id)
 
 
 class Turn:
@@ -386,6 +414,7 @@ class Turn:
         event = self._session.append(TURN_END, frozen_dict({"turn": self._number, "reason": reason}))
         self._state = _CLOSED
         self._recorder._active = None
+        self._recorder._overflows = 0
         return event
 
     def _abandon(self) -> None:
@@ -442,7 +471,12 @@ class Step:
         return self._message
 
     def start(self) -> Step:
-        """Log ``step/start``; the context managers call this for you."""
+        """Run the compactor's pre-step check (if any), then log ``step/start``."""
+        self._check_startable()
+        self._recorder._pre_step()
+        return self._start()
+
+    def _check_startable(self) -> None:
         turn = self._turn
         if self._state != _NEW:
             raise UsageError("this step was already started; call turn.step() for a new one")
@@ -450,6 +484,10 @@ class Step:
         if turn._step is not None:
             raise UsageError(f"step {turn._step.number} of turn {turn.number} is still open; end it first",
                              session_id=self._session.id)
+
+    def _start(self) -> Step:
+        self._check_startable()
+        turn = self._turn
         number = turn._steps + 1
         self._session.append(STEP_START, frozen_dict({"turn": self._turn_number, "step": number}))
         self._number = number
@@ -463,7 +501,44 @@ class Step:
         return self.start()
 
     async def __aenter__(self) -> Step:
-        return self.start()
+        self._check_startable()
+        hook = self._recorder._hook("abefore_step")
+        if hook is not None:
+            await hook(self._session)
+        return self._start()
+
+    def on_request_error(self, error: BaseException) -> bool:
+        """Context-overflow recovery for a failed model request of this step (blocking form).
+
+        Returns True when the compactor replaced part of the surface: rebuild the request from
+        ``session.derive_messages()`` and stream again in this same step. False: raise ``error``.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.aon_request_error(error))
+        raise UsageError("step.on_request_error() cannot block inside a running event loop; "
+                         "use `await step.aon_request_error(exc)`", session_id=self._session.id)
+
+    async def aon_request_error(self, error: BaseException) -> bool:
+        """``on_request_error`` for async loops; the compactor caps retries per successful response."""
+        self._require_open("on_request_error")
+        if self._message is not None:
+            raise UsageError("step.on_request_error() after this step's assistant/message",
+                             session_id=self._session.id)
+        recorder = self._recorder
+        hook = recorder._hook("arecover_overflow")
+        if hook is None:
+            return False
+        retry: bool = await hook(self._session, error, attempts=recorder._overflows)
+        if retry:
+            recorder._overflows += 1
+            self._chunk_seqs = []
+            self._blocks = {}
+            self._tool_blocks = {}
+            self._last_kind, self._last_index = "", -1
+            self._usage = None
+        return retry
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
@@ -689,6 +764,7 @@ class Step:
                                      source_event_seqs=tuple(self._chunk_seqs))
         self._message = event
         self._streaming = False
+        self._recorder._overflows = 0
         for block in blocks:
             if block.get("type") == "tool-call" and type(block.get("id")) is str:
                 self._calls.setdefault(block["id"], None)

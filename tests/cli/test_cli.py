@@ -39,7 +39,9 @@ def test_demo_records_crashes_restores_and_forks(demo_store: tuple[Path, str]) -
     assert child["id"] == f"{parent}-fork"
 
 
-def test_verify_passes_on_the_restored_session_and_fails_on_a_missing_one(demo_store: tuple[Path, str]) -> None:
+def test_verify_passes_on_the_restored_session_and_fails_on_a_missing_one(
+    demo_store: tuple[Path, str],
+) -> None:
     store, parent = demo_store
     ok = run(store, "verify", parent)
     assert ok.returncode == 0 and ok.stdout.startswith("ok")

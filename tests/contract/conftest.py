@@ -28,10 +28,38 @@ def _jsonl(compression: Literal["zstd", "none"]) -> Callable[[Path], StoreFactor
     return factory
 
 
+_POSTGRES_SCHEMAS: list[Callable[[], None]] = []
+
+
+def _postgres(tmp: Path) -> StoreFactory:
+    """A fresh schema per test on the test server, dropped by ``_drop_postgres_schemas``."""
+    from tests.store.pg_worker import Schema
+
+    schema = Schema.new()
+    _POSTGRES_SCHEMAS.append(schema.drop)
+    return lambda: schema.store(write_delay_ms=20, pool_min=0, pool_max=2)
+
+
+@pytest.fixture(autouse=True)
+def _drop_postgres_schemas() -> Iterator[None]:
+    """Drop the test's PostgreSQL schemas after its stores have closed."""
+    yield
+    while _POSTGRES_SCHEMAS:
+        _POSTGRES_SCHEMAS.pop()()
+
+
+def _sqlite(tmp: Path) -> StoreFactory:
+    from agentlog.store.sqlite import SqliteStore
+
+    return lambda: SqliteStore(tmp / "db" / "sessions.db", write_delay_ms=20)
+
+
 BACKENDS: dict[str, Callable[[Path], StoreFactory]] = {
     "memory": _memory,
     "jsonl-raw": _jsonl("none"),
     "jsonl-zstd": _jsonl("zstd"),
+    "postgres": _postgres,
+    "sqlite": _sqlite,
 }
 
 

@@ -47,7 +47,7 @@ __all__ = [
     "run_suites",
 ]
 
-SUITE_MODULES: Final = ("agentlog.bench.core", "agentlog.bench.store")
+SUITE_MODULES: Final = ("agentlog.bench.core", "agentlog.bench.store", "agentlog.bench.compaction")
 """Modules that each define a module-level ``SUITE``; later suites (compaction, peers) add theirs."""
 
 REPORT_FORMAT: Final = 1

@@ -235,7 +235,12 @@ class Store(ABC):
             if session_id in self._live:
                 raise UsageError("cannot append directly while the session is live", session_id=session_id)
             state = self._states.get(session_id) or self._adopt(session_id)
-            self._write(state, batch)
+            try:
+                self._write(state, batch)
+            except ConcurrentWriterError:
+                if state.materialized:  # our cursor may be stale: re-read the log next time
+                    self._states.pop(session_id, None)
+                raise
 
     def _write(self, state: _State, batch: Sequence[Event]) -> None:
         """Append ``batch`` at ``state.cursor``; the cursor moves only after a durable write."""

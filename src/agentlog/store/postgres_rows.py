@@ -176,6 +176,8 @@ def scan_rows(rows: Sequence[Sequence[Any]], start: int, end: int, *, tolerate_t
             decoded = [event for event in decoded if event[1] >= start] if decoded[0][1] < start else decoded
             if not decoded or decoded[0][1] != expected:
                 raise ValueError(f"rows are not contiguous: expected seq {expected}")
+            if tolerate_torn and decoded[-1][1] >= end:
+                raise ValueError(f"row reaches past the stored next seq {end}")
         except _ROW_ERRORS as exc:
             if index > committed:
                 return RowScan(events, row[0])

@@ -15,6 +15,7 @@ import psycopg
 from psycopg import sql
 
 from agentlog.errors import SessionFormatUnsupportedError, StoreError
+from agentlog.store.postgres_rows import ROW_COLUMNS
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "Statements", "advisory_key", "ensure_schema"]
 
@@ -79,7 +80,7 @@ _SESSION_COLUMNS: Final = (
     "id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, "
     "extra, base_session, base_length, next_seq, incarnation, revision"
 )
-_ROW_COLUMNS: Final = "seq, type, time, data, data_zstd, source_event_seqs, surface_op, op_first, ignorable"
+_ROW_COLUMNS: Final = ", ".join(ROW_COLUMNS)
 
 _TEMPLATES: Final = {
     "meta": "SELECT schema_version, store_id FROM {schema}.meta",
@@ -95,9 +96,12 @@ _TEMPLATES: Final = {
     "rows": f"SELECT {_ROW_COLUMNS} FROM {{schema}}.events "
             "WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq",
     "rows_from": f"SELECT {_ROW_COLUMNS} FROM {{schema}}.events "
-                 "WHERE session_id = %(id)s AND seq >= COALESCE((SELECT max(seq) FROM {{schema}}.events "
+                 "WHERE session_id = %(id)s AND seq >= COALESCE((SELECT max(seq) FROM {schema}.events "
                  "WHERE session_id = %(id)s AND seq <= %(from)s), %(from)s) AND seq < %(end)s ORDER BY seq",
+    "session_for_update": f"SELECT {_SESSION_COLUMNS} FROM {{schema}}.sessions WHERE id = %s FOR UPDATE",
+    "cursor": "SELECT next_seq, revision, incarnation FROM {schema}.sessions WHERE id = %s",
     "lock_session": "SELECT next_seq, revision, incarnation FROM {schema}.sessions WHERE id = %s FOR UPDATE",
+    "share_session": "SELECT next_seq FROM {schema}.sessions WHERE id = %s FOR KEY SHARE",
     "truncate": "DELETE FROM {schema}.events WHERE session_id = %s AND seq >= %s",
     "set_cursor": "UPDATE {schema}.sessions SET next_seq = %s, revision = revision + 1 WHERE id = %s",
     "detach": "UPDATE {schema}.sessions SET base_session = NULL, base_length = 0, revision = revision + 1 "
@@ -122,7 +126,10 @@ class Statements:
         self.insert_row = rendered["insert_row"]
         self.rows = rendered["rows"]
         self.rows_from = rendered["rows_from"]
+        self.session_for_update = rendered["session_for_update"]
+        self.cursor = rendered["cursor"]
         self.lock_session = rendered["lock_session"]
+        self.share_session = rendered["share_session"]
         self.truncate = rendered["truncate"]
         self.set_cursor = rendered["set_cursor"]
         self.detach = rendered["detach"]
@@ -176,7 +183,8 @@ def ensure_schema(conn: psycopg.Connection[Any], schema: str, statements: Statem
     """
     encoding = conn.execute("SHOW server_encoding").fetchone()
     if encoding is None or str(encoding[0]).upper() not in ("UTF8", "UTF-8"):
-        raise StoreError(f"the PostgreSQL database must use UTF8 encoding (it uses {encoding and encoding[0]})")
+        used = encoding and encoding[0]
+        raise StoreError(f"the PostgreSQL database must use UTF8 encoding (it uses {used})")
     try:
         with conn.transaction():
             version, store_id = _identity(schema, conn.execute(statements.meta).fetchall())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit, urlunsplit
 
 from agentlog.errors import UsageError
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
@@ -71,8 +71,9 @@ def open_store(url: str) -> Store:
             raise UsageError(
                 "the PostgreSQL store needs psycopg: pip install 'agentlog[postgres]'"
             ) from exc
-        dsn = url.split("?", 1)[0]
         schema = query.pop("schema", "agentlog")
+        dsn = urlunsplit(parts._replace(query=urlencode(query)))  # libpq options pass through
+        query = {}
         store = PostgresStore(dsn, schema=schema, write_delay_ms=delay)
     else:
         raise UsageError(

@@ -1,0 +1,59 @@
+"""What a summarizer is given and what it returns (spec compaction §2 S1-S4).
+
+The engine builds a ``SummaryRequest`` from the shadowed span; any object with an async
+``summarize`` method can answer it (``ExtractiveSummarizer`` offline, or a model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agentlog.messages import Message
+
+__all__ = ["SummaryRequest", "SummaryResult", "Summarizer"]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """The input of one summarization.
+
+    ``messages`` are the derived messages of the shadowed surface nodes, in surface order;
+    ``system`` and ``tools`` come from the latest canonical request header (so a model call
+    can reuse the provider's prompt cache); ``provider``/``model`` are the conversation's
+    target from that header (S1), ``max_tokens`` the configured cap.
+    """
+
+    session_id: str
+    messages: tuple[Message, ...]
+    system: str | None = None
+    tools: tuple[Any, ...] | None = None
+    provider: str | None = None
+    model: str | None = None
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryResult:
+    """A summary: text blocks (``{"type": "text", "text": ...}``) and how it was made.
+
+    Recorded in ``compaction/summary`` (``provider``, ``model``, ``maxTokens``, ``usage``,
+    ``rawOutput``, ``llmStreamCall``).
+    """
+
+    summary: tuple[Any, ...]
+    provider: str
+    model: str
+    max_tokens: int | None = None
+    usage: Any = None
+    raw_output: tuple[Any, ...] | None = None
+    llm_stream_call: bool = False
+
+
+class Summarizer(Protocol):
+    """Anything that turns a ``SummaryRequest`` into a ``SummaryResult``.
+
+    Cancellation is asyncio's: cancelling the awaiting task cancels the summary.
+    """
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult: ...

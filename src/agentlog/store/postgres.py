@@ -1,0 +1,492 @@
+"""PostgresStore: sessions in PostgreSQL, shared by many worker processes on many hosts.
+
+Pointing agentlog at PostgreSQL: install the extra (``pip install 'agentlog[postgres]'``), then
+
+    from agentlog import open_store
+    store = open_store("postgresql://agent@db.internal:5432/agents?schema=agentlog")
+    # or: PostgresStore("postgresql://agent@db.internal/agents", schema="agentlog", pool_max=8)
+
+and for the command line, ``export AGENTLOG_STORE=postgresql://agent@db.internal:5432/agents``.
+The DSN is a libpq URL or ``key=value`` string; libpq's environment variables (``PGHOST``,
+``PGPASSWORD``, ``PGSSLMODE``...) and ``~/.pgpass`` apply, so secrets can stay out of the URL.
+On first use the store creates its schema (default ``agentlog``: tables ``meta``, ``sessions``
+and ``events``); that first run (and one that migrates) needs a role allowed to create it,
+later runs only read and write its tables. The schema is versioned (``meta.schema_version``
+beside the store's uuid) and a build refuses a schema newer than it knows. Deployments can
+share a database with a schema each. Behind PgBouncer, use session pooling: writer locks and
+``LISTEN`` belong to a connection's session.
+
+Guarantees: each append is one transaction that checks the stored next seq, so a racing
+writer gets ``ConcurrentWriterError`` and logs never interleave; a live session holds a
+PostgreSQL advisory lock (on its own connection) for its lifetime, so a second writer on
+any host gets ``SessionLockedError`` naming the holder's process, and the lock is released
+when the holder's connection dies. ``tail()``/``atail()`` follow a live session from
+another host (``LISTEN``/``NOTIFY``, re-reading by index seek). Forks reference their
+parent's prefix (O(1)); ``materialize()`` turns one into a full copy.
+
+Past one server: Postgres-compatible distributed SQL services are the path to more write
+throughput and availability than one PostgreSQL server gives. Point the DSN at the service;
+the store needs its advisory-lock functions (writer exclusivity; the expected-seq check
+alone still prevents interleaving) and ``LISTEN``/``NOTIFY`` (``tail``): check the
+service's compatibility notes for both.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import os
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool
+
+from agentlog.errors import (
+    AgentlogError,
+    ConcurrentWriterError,
+    InvalidEventError,
+    SessionCorruptionError,
+    SessionFormatUnsupportedError,
+    SessionNotFoundError,
+    UsageError,
+)
+from agentlog.events import Event, is_safe_int
+from agentlog.header import FORMAT_VERSION, SessionHeader
+from agentlog.jsonvalue import dumps, freeze, frozen_dict, loads
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Snapshot, Store, StoredLog, WriterLock, _State
+from agentlog.store.postgres_errors import translate
+from agentlog.store.postgres_follow import afollow, follow
+from agentlog.store.postgres_locks import TRY_XACT_LOCK, AdvisoryLocks, application_name, locked_error
+from agentlog.store.postgres_rows import encode_rows, scan_rows, scan_suffix
+from agentlog.store.postgres_schema import Statements, ensure_schema
+
+__all__ = ["PostgresStore"]
+
+_POOL_TIMEOUT: Final = 30.0
+"""Seconds an operation waits for a pooled connection before ``PersistenceIOError``."""
+_CACHE_SIZE: Final = 5
+"""Decoded sessions kept per store (reused while their incarnation and revision are unchanged)."""
+_NOTIFY: Final = "SELECT pg_notify(%s, %s)"
+
+
+@dataclass(frozen=True, slots=True)
+class _Info:
+    """A ``sessions`` row: the header and the bookkeeping beside it."""
+
+    header: SessionHeader
+    base: str | None
+    base_length: int
+    next_seq: int
+    incarnation: uuid.UUID
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Torn:
+    """Where a torn tail starts, and which stored state it was read from (stale-repair guard)."""
+
+    start: int
+    incarnation: uuid.UUID
+    revision: int
+
+
+def _info(row: Sequence[Any]) -> _Info:
+    """Decode and validate a ``sessions`` row (persistence §5.11)."""
+    sid, version = row[0], row[1]
+    if version != FORMAT_VERSION:
+        raise SessionFormatUnsupportedError(
+            f"uses log format v{version}, but this build reads only v{FORMAT_VERSION}; "
+            "it was written by a newer harness — upgrade agentlog", session_id=sid,
+        )
+    try:
+        extra = freeze(loads(row[9]), root="header") if row[9] is not None else frozen_dict(())
+        header = SessionHeader(id=sid, created_at=row[2], cwd=row[3], parent_session=row[4],
+                               seed_length=row[5], origin=row[6], delegation_depth=row[7],
+                               agent_preset=row[8], extra=extra)
+    except (AgentlogError, ValueError) as exc:
+        raise SessionCorruptionError(f"invalid stored session metadata: {exc}", session_id=sid) from None
+    return _Info(header, row[10], row[11], row[12], row[13], row[14])
+
+
+def _header_values(header: SessionHeader) -> tuple[Any, ...]:
+    extra = dumps(header.extra).decode("utf-8") if header.extra else None
+    return (header.id, header.version, header.created_at, header.cwd, header.parent_session,
+            header.seed_length, header.origin, header.delegation_depth, header.agent_preset, extra)
+
+
+class PostgresStore(Store):
+    """Sessions in one PostgreSQL schema; safe for many processes on many hosts."""
+
+    name = "postgres"
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "agentlog",
+        write_delay_ms: int = DEFAULT_WRITE_DELAY_MS,
+        pool_min: int = 1,
+        pool_max: int = 8,
+    ) -> None:
+        super().__init__(write_delay_ms=write_delay_ms)
+        if type(schema) is not str or not schema or "\0" in schema or len(schema.encode()) > 63:
+            raise ValueError(f"schema must be a PostgreSQL identifier of 1..63 bytes, got {schema!r}")
+        if not (is_safe_int(pool_min) and is_safe_int(pool_max) and 0 <= pool_min <= pool_max >= 1):
+            raise ValueError(f"need 0 <= pool_min <= pool_max and pool_max >= 1, got {pool_min}, {pool_max}")
+        try:
+            params = conninfo_to_dict(dsn)
+        except psycopg.Error as exc:
+            raise UsageError(f"invalid PostgreSQL DSN: {exc}") from None
+        self.dsn = dsn
+        self.schema = schema
+        host = params.get("host") or os.environ.get("PGHOST") or "localhost"
+        port = params.get("port") or os.environ.get("PGPORT") or 5432
+        self.where = f"{host}:{port}/{params.get('dbname', '')}"
+        self._sql = Statements(schema)
+        self._connect_kwargs: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in params and "PGCONNECT_TIMEOUT" not in os.environ:
+            self._connect_kwargs["connect_timeout"] = 10
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            dsn, min_size=pool_min, max_size=pool_max, open=False, kwargs=dict(self._connect_kwargs),
+            name=f"agentlog-{schema}", timeout=_POOL_TIMEOUT,
+        )
+        self._setup = threading.Lock()
+        self._store_id: str | None = None
+        self._aux = threading.Lock()
+        self._locks = AdvisoryLocks(self._connect, schema, self.where, max_idle=pool_max)
+        self._incarnations: dict[str, uuid.UUID] = {}
+        self._cache: OrderedDict[str, tuple[tuple[uuid.UUID, int], StoredLog]] = OrderedDict()
+
+    # -- connections and setup ----------------------------------------------------------------
+
+    def _ready(self) -> str:
+        """Open the pool and create or check the schema, once; return the store uuid."""
+        store_id = self._store_id
+        if store_id is not None:
+            return store_id
+        with self._setup:
+            if self._store_id is None:
+                self._check_open()
+                with translate(where=self.where), self._connect() as conn:
+                    store_id = ensure_schema(conn, self.schema, self._sql)
+                with translate(where=self.where):
+                    self._pool.open(wait=False)
+                self._store_id = store_id
+            return self._store_id
+
+    def _connect(self, **extra: Any) -> psycopg.Connection[Any]:
+        """A new dedicated connection (writer locks, tail)."""
+        with translate(where=self.where):
+            return psycopg.connect(self.dsn, **self._connect_kwargs, **extra)
+
+    def _async_connect_args(self) -> tuple[str, dict[str, Any]]:
+        return self.dsn, dict(self._connect_kwargs)
+
+    def channel(self, session_id: str) -> str:
+        """The ``LISTEN``/``NOTIFY`` channel that announces the session's commits."""
+        digest = hashlib.blake2b(f"{self.schema}\0{session_id}".encode("utf-8", "surrogatepass"),
+                                 digest_size=16).hexdigest()
+        return f"agentlog_{digest}"
+
+    def _revision(self, info: _Info) -> str:
+        return f"postgres:store:{self._store_id}:incarnation:{info.incarnation}:revision:{info.revision}"
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _segments(self, conn: psycopg.Connection[Any], info: _Info) -> list[tuple[str, int, int]]:
+        """The referenced prefix of a fork as (session id, first seq, end seq) ranges, oldest first."""
+        segments: list[tuple[str, int, int]] = []
+        child, parent, end = info.header.id, info.base, info.base_length
+        seen = {child}
+        while parent is not None and end > 0:
+            if parent in seen:
+                raise SessionCorruptionError(f"fork reference cycle through {parent!r}", session_id=child)
+            seen.add(parent)
+            row = conn.execute(self._sql.session, (parent,)).fetchone()
+            if row is None:
+                raise SessionCorruptionError(f"fork parent {parent!r} is missing", session_id=child)
+            up = _info(row)
+            if up.next_seq < end:
+                raise SessionCorruptionError(
+                    f"fork parent {parent!r} no longer holds the {end} events this fork shares",
+                    session_id=child,
+                )
+            start = min(up.base_length, end)
+            if start < end:
+                segments.append((parent, start, end))
+            child, parent, end = parent, up.base, start
+        segments.reverse()
+        return segments
+
+    def _load_stored(self, session_id: str) -> StoredLog | None:
+        """The session as stored, from one snapshot; a cached decode is reused while its revision holds."""
+        self._ready()
+        with translate(session_id, self.where), self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            row = conn.execute(self._sql.session, (session_id,)).fetchone()
+            if row is None:
+                return None
+            info = _info(row)
+            with self._aux:
+                cached = self._cache.get(session_id)
+                if cached is not None and cached[0] == (info.incarnation, info.revision):
+                    self._cache.move_to_end(session_id)
+                    self._incarnations[session_id] = info.incarnation
+                    stored = cached[1]
+                    return StoredLog(stored.header, list(stored.events), stored.revision, stored.torn)
+            parts = [(sid, start, end, conn.execute(self._sql.rows, (sid, start, end)).fetchall())
+                     for sid, start, end in self._segments(conn, info)]
+            own = conn.execute(self._sql.rows, (session_id, info.base_length, info.next_seq)).fetchall()
+        events: list[Event] = []
+        for sid, start, end, rows in parts:
+            try:
+                events.extend(scan_rows(rows, start, end, tolerate_torn=False).events)
+            except SessionCorruptionError as exc:
+                raise exc.locate(session_id=sid) from None
+        try:
+            scan = scan_rows(own, info.base_length, info.next_seq, tolerate_torn=True)
+        except SessionCorruptionError as exc:
+            raise exc.locate(session_id=session_id) from None
+        events.extend(scan.events)
+        torn = None if scan.torn is None else _Torn(scan.torn, info.incarnation, info.revision)
+        stored = StoredLog(info.header, events, self._revision(info), torn)
+        with self._aux:
+            self._incarnations[session_id] = info.incarnation
+            self._cache[session_id] = ((info.incarnation, info.revision), stored)
+            while len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return StoredLog(info.header, list(events), stored.revision, torn)
+
+    def _load_stored_from(self, session_id: str, from_seq: int) -> StoredLog | None:
+        """A seek read: only rows from the one covering ``from_seq`` onward are fetched."""
+        self._ready()
+        with translate(session_id, self.where), self._pool.connection() as conn:
+            row = conn.execute(self._sql.session, (session_id,)).fetchone()
+            if row is None:
+                return None
+            info = _info(row)
+            parts = []
+            if from_seq < info.base_length:
+                for sid, start, end in self._segments(conn, info):
+                    if end > from_seq:
+                        first = max(start, from_seq)
+                        rows = conn.execute(self._sql.rows_from, {"id": sid, "from": first, "end": end})
+                        parts.append((first, end, rows.fetchall()))
+            first = max(info.base_length, from_seq)
+            rows = conn.execute(self._sql.rows_from, {"id": session_id, "from": first, "end": info.next_seq})
+            parts.append((first, info.next_seq, rows.fetchall()))
+        events: list[Event] = []
+        for start, end, part in parts:
+            found = scan_suffix(part, start, end)
+            events.extend(found)
+            if len(found) != end - start:
+                break
+        return StoredLog(info.header, events, self._revision(info))
+
+    def _stored_exists(self, session_id: str) -> bool:
+        self._ready()
+        with translate(session_id, self.where), self._pool.connection() as conn:
+            return conn.execute(self._sql.exists, (session_id,)).fetchone() is not None
+
+    def _list_snapshots(self) -> builtins.list[Snapshot]:
+        self._ready()
+        with translate(where=self.where), self._pool.connection() as conn:
+            rows = conn.execute(self._sql.sessions).fetchall()
+        infos = [_info(row) for row in rows]
+        return [Snapshot(info.header, self._revision(info)) for info in infos]
+
+    def _children_of(self, session_id: str) -> builtins.list[str]:
+        self._ready()
+        with translate(session_id, self.where), self._pool.connection() as conn:
+            return [row[0] for row in conn.execute(self._sql.children, (session_id,))]
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def _insert(self, conn: psycopg.Connection[Any], session_id: str, events: Sequence[Event]) -> None:
+        if events:
+            with conn.cursor() as cursor:
+                cursor.executemany(self._sql.insert_row, [(session_id, *row) for row in encode_rows(events)])
+
+    def _append_batch(self, header: SessionHeader, events: Sequence[Event], *, materialize: bool) -> None:
+        """One transaction: (lock check,) advance the stored next seq or create the row, insert, notify."""
+        self._ready()
+        sid, first, end = header.id, events[0].seq, events[-1].seq + 1
+        rows = [(sid, *row) for row in encode_rows(events)]
+        incarnation = uuid.uuid4() if materialize else self._incarnations.get(sid)
+        with translate(sid, self.where), self._pool.connection() as conn:
+            try:
+                with conn.transaction():
+                    with conn.pipeline():
+                        key = self._locks.key(sid)
+                        locked = None if self._locks.holds(sid) else conn.execute(TRY_XACT_LOCK, (key,))
+                        if materialize:
+                            advanced = None
+                            conn.execute(self._sql.insert_session,
+                                         (*_header_values(header), None, 0, end, incarnation, 1))
+                        else:
+                            advanced = conn.execute(self._sql.advance, (end, sid, first, incarnation))
+                        with conn.cursor() as cursor:
+                            cursor.executemany(self._sql.insert_row, rows)
+                        conn.execute(_NOTIFY, (self.channel(sid), str(end)))
+                    if locked is not None and not _scalar(locked):
+                        raise locked_error(conn, self._locks.key(sid), sid, "cannot append")
+                    if advanced is not None and advanced.fetchone() is None:
+                        raise _Mismatch()
+            except (_Mismatch, psycopg.errors.UniqueViolation) as exc:
+                if isinstance(exc, psycopg.errors.UniqueViolation) and materialize:
+                    raise
+                raise self._mismatch(conn, sid, first, incarnation) from None
+        if incarnation is not None:
+            self._incarnations[sid] = incarnation
+
+    def _mismatch(self, conn: psycopg.Connection[Any], sid: str, first: int,
+                  incarnation: uuid.UUID | None) -> AgentlogError:
+        """The error for a lost append race, after forgetting this process's stale cursor."""
+        if sid not in self._live:
+            self._states.pop(sid, None)
+        row = conn.execute(self._sql.cursor, (sid,)).fetchone()
+        if row is None:
+            return SessionNotFoundError("session was deleted by another writer", session_id=sid, seq=first)
+        if row[2] != incarnation:
+            return ConcurrentWriterError("session was deleted and re-created by another writer",
+                                         session_id=sid, seq=first)
+        return ConcurrentWriterError(
+            f"append seq mismatch: stored next seq is {row[0]}, batch starts at {first}",
+            session_id=sid, seq=first,
+        )
+
+    def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
+        """Truncate a torn tail and append closers in one transaction, refusing a stale repair."""
+        self._ready()
+        sid = header.id
+        with translate(sid, self.where), self._pool.connection() as conn, conn.transaction():
+            key = self._locks.key(sid)
+            if not self._locks.holds(sid) and not _scalar(conn.execute(TRY_XACT_LOCK, (key,))):
+                raise locked_error(conn, key, sid, "cannot repair its interrupted turn")
+            row = conn.execute(self._sql.lock_session, (sid,)).fetchone()
+            if row is None:
+                raise SessionNotFoundError("cannot repair: the metadata row is missing", session_id=sid)
+            cursor, revision, incarnation = row
+            if torn is not None:
+                if (incarnation, revision) != (torn.incarnation, torn.revision):
+                    raise ConcurrentWriterError("repair is stale: the session changed since it was read",
+                                                session_id=sid)
+                conn.execute(self._sql.truncate, (sid, torn.start))
+                cursor = torn.start
+            if events and events[0].seq != cursor:
+                raise ConcurrentWriterError(
+                    f"repair is stale: closer starts at seq {events[0].seq} but stored next seq is {cursor}",
+                    session_id=sid, seq=events[0].seq,
+                )
+            self._insert(conn, sid, events)
+            conn.execute(self._sql.set_cursor, (cursor + len(events), sid))
+            conn.execute(_NOTIFY, (self.channel(sid), str(cursor + len(events))))
+
+    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State) -> None:
+        """Materialize the child as a reference to its parent's first ``len(prefix)`` events: O(1)."""
+        if not prefix:
+            return
+        self._ready()
+        sid, parent, length = header.id, header.parent_session, len(prefix)
+        incarnation = uuid.uuid4()
+        with translate(sid, self.where), self._pool.connection() as conn, conn.transaction():
+            row = conn.execute(self._sql.share_session, (parent,)).fetchone()
+            if row is None or row[0] < length:
+                raise SessionCorruptionError(f"fork parent {parent!r} no longer holds {length} events",
+                                             session_id=sid)
+            conn.execute(self._sql.insert_session,
+                         (*_header_values(header), parent, length, length, incarnation, 1))
+        self._incarnations[sid] = incarnation
+        state.materialized = True
+        state.cursor = length
+
+    def materialize(self, session_id: str) -> None:
+        """Copy a by-reference fork's shared prefix into its own rows, so its parent can be deleted."""
+        self._check_open()
+        with self._serialized(session_id):
+            if session_id in self._live:
+                raise UsageError("cannot materialize a live session; close it first", session_id=session_id)
+            stored = self._load_stored(session_id)
+            if stored is None:
+                raise SessionNotFoundError("session not found", session_id=session_id)
+            with translate(session_id, self.where), self._pool.connection() as conn, conn.transaction():
+                row = conn.execute(self._sql.session_for_update, (session_id,)).fetchone()
+                if row is None:
+                    raise SessionNotFoundError("session not found", session_id=session_id)
+                info = _info(row)
+                if info.base is None:
+                    return
+                if info.incarnation != self._incarnations.get(session_id):
+                    raise ConcurrentWriterError("session changed during materialize", session_id=session_id)
+                self._insert(conn, session_id, stored.events[: info.base_length])
+                conn.execute(self._sql.detach, (session_id,))
+
+    # -- locks and deletion -------------------------------------------------------------------------
+
+    def _acquire_writer_lock(self, session_id: str) -> WriterLock:
+        self._ready()
+        return self._locks.acquire(session_id)
+
+    def _delete_stored(self, session_id: str) -> None:
+        self._ready()
+        with translate(session_id, self.where), self._pool.connection() as conn, conn.transaction():
+            conn.execute(self._sql.delete, (session_id,))
+            conn.execute(_NOTIFY, (self.channel(session_id), "deleted"))
+        self._incarnations.pop(session_id, None)
+
+    def _close_backend(self) -> None:
+        self._locks.close()
+        self._pool.close()
+
+    # -- following a live session ------------------------------------------------------------------
+
+    def _read_suffix(self, session_id: str, from_seq: int) -> builtins.list[Event]:
+        self._check_open()
+        stored = self._load_stored_from(session_id, from_seq)
+        if stored is None:
+            raise SessionNotFoundError("session not found", session_id=session_id)
+        return stored.events
+
+    def _check_from(self, session_id: str, from_seq: int) -> None:
+        self._check_open()
+        if not is_safe_int(from_seq) or from_seq < 0:
+            raise InvalidEventError(f"from_seq must be a non-negative safe integer, got {from_seq!r}",
+                                    session_id=session_id)
+
+    def tail(self, session_id: str, from_seq: int = 0, *, idle_timeout: float | None = None,
+             poll_interval: float = 5.0) -> Iterator[Event]:
+        """Yield the session's events with ``seq >= from_seq`` as they commit: in order, each once.
+
+        Follows commits from any host (``LISTEN``/``NOTIFY``; each wake-up re-reads by seek from
+        the next unseen seq, so coalesced notifications lose nothing). Ends after
+        ``idle_timeout`` seconds without a new event (``None``: never); also re-reads every
+        ``poll_interval`` seconds. Raises ``SessionNotFoundError`` if the session is (or
+        becomes) absent.
+        """
+        self._check_from(session_id, from_seq)
+        self._ready()
+        return follow(lambda seq: self._read_suffix(session_id, seq),
+                      lambda: self._connect(application_name=application_name(" tail")),
+                      self.channel(session_id), from_seq, idle_timeout=idle_timeout,
+                      poll_interval=poll_interval, where=self.where)
+
+    def atail(self, session_id: str, from_seq: int = 0, *, idle_timeout: float | None = None,
+              poll_interval: float = 5.0) -> AsyncIterator[Event]:
+        """``tail()`` as an async iterator that never blocks the event loop."""
+        self._check_from(session_id, from_seq)
+        return afollow(self, session_id, from_seq, idle_timeout=idle_timeout, poll_interval=poll_interval)
+
+
+class _Mismatch(Exception):  # noqa: N818 - internal control flow, never escapes
+    """The stored next seq did not match the batch (turned into ``ConcurrentWriterError``)."""
+
+
+def _scalar(cursor: psycopg.Cursor[Any]) -> Any:
+    row = cursor.fetchone()
+    return None if row is None else row[0]

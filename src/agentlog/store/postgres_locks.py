@@ -1,0 +1,157 @@
+"""Per-session writer exclusivity across hosts: PostgreSQL advisory locks on dedicated connections.
+
+A live session holds ``pg_try_advisory_lock(key)`` on a connection of its own for its whole
+lifetime; the server releases it when that connection dies, so a killed writer never wedges a
+session. Writes made without the session lock (direct appends, repairs) take the same key
+with ``pg_try_advisory_xact_lock`` inside their transaction. The holder is named from
+``pg_locks``/``pg_stat_activity``: lock connections carry ``application_name``
+``agentlog pid=<pid> host=<host>``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any, Final
+
+import psycopg
+
+from agentlog.errors import SessionLockedError
+from agentlog.store.base import WriterLock
+from agentlog.store.postgres_errors import translate
+from agentlog.store.postgres_schema import advisory_key
+
+__all__ = ["TRY_XACT_LOCK", "AdvisoryLocks", "SessionLock", "locked_error"]
+
+TRY_XACT_LOCK: Final = "SELECT pg_try_advisory_xact_lock(%s)"
+_HOLDER: Final = (
+    "SELECT a.pid, a.application_name, host(a.client_addr), a.client_hostname "
+    "FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid "
+    "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+    "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
+    "AND l.classid = %s::oid AND l.objid = %s::oid LIMIT 1"
+)
+
+
+def application_name(suffix: str = "") -> str:
+    """``agentlog pid=<pid> host=<host>``: how a lock holder is recognized (63 bytes at most)."""
+    return f"agentlog pid={os.getpid()} host={socket.gethostname()}{suffix}"[:63]
+
+
+def locked_error(conn: psycopg.Connection[Any], key: int, session_id: str, what: str) -> SessionLockedError:
+    """``SessionLockedError`` naming the holder of ``key`` (client pid and host, backend pid)."""
+    unsigned = key & 0xFFFF_FFFF_FFFF_FFFF
+    row = conn.execute(_HOLDER, (unsigned >> 32, unsigned & 0xFFFF_FFFF)).fetchone()
+    if row is None:
+        return SessionLockedError(f"{what}: another writer holds its lock", session_id=session_id)
+    backend, app, address, hostname = row
+    pid = host = None
+    for part in str(app or "").split():
+        name, _, value = part.partition("=")
+        if name == "pid" and value.isdigit():
+            pid = int(value)
+        elif name == "host":
+            host = value
+    who = f"process {pid}" if pid is not None else "another client"
+    where = host or hostname or address
+    detail = f"{what}: it is open for writing by {who}" + (f" on {where}" if where else "")
+    return SessionLockedError(f"{detail} (PostgreSQL backend {backend})", session_id=session_id, pid=pid)
+
+
+class SessionLock(WriterLock):
+    """One session's advisory lock, held on a dedicated connection until ``release()``."""
+
+    def __init__(self, owner: AdvisoryLocks, session_id: str, key: int,
+                 conn: psycopg.Connection[Any]) -> None:
+        self._owner = owner
+        self.session_id = session_id
+        self.key = key
+        self.conn: psycopg.Connection[Any] | None = conn
+
+    def release(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            self._owner._release(self, conn)
+
+
+class AdvisoryLocks:
+    """The writer locks one store holds, and a few idle lock connections kept for reuse."""
+
+    def __init__(self, connect: Callable[..., psycopg.Connection[Any]], schema: str, where: str,
+                 max_idle: int) -> None:
+        self._connect = connect
+        self._schema = schema
+        self._where = where
+        self._max_idle = max_idle
+        self._guard = threading.Lock()
+        self._held: dict[str, SessionLock] = {}
+        self._idle: list[psycopg.Connection[Any]] = []
+        self._closed = False
+
+    def key(self, session_id: str) -> int:
+        return advisory_key("agentlog-writer", self._schema, session_id)
+
+    def holds(self, session_id: str) -> bool:
+        """True while this store holds the session's lock (its own writes need no other check)."""
+        return session_id in self._held
+
+    def acquire(self, session_id: str) -> SessionLock:
+        """Take the session's lock or raise ``SessionLockedError`` naming the holder."""
+        key = self.key(session_id)
+        conn = self._connection()
+        with translate(session_id, self._where):
+            try:
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+                if row is None or not row[0]:
+                    raise locked_error(conn, key, session_id, "session is already open for writing")
+            except BaseException:
+                self._recycle(conn)
+                raise
+        lock = SessionLock(self, session_id, key, conn)
+        with self._guard:
+            self._held[session_id] = lock
+        return lock
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        """A healthy idle lock connection, else a new one."""
+        while True:
+            with self._guard:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                return self._connect(application_name=application_name())
+            if not conn.closed and not conn.broken:
+                return conn
+            conn.close()
+
+    def _recycle(self, conn: psycopg.Connection[Any]) -> None:
+        with self._guard:
+            keep = (not self._closed and not conn.closed and not conn.broken
+                    and len(self._idle) < self._max_idle
+                    and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)
+            if keep:
+                self._idle.append(conn)
+        if not keep:
+            conn.close()
+
+    def _release(self, lock: SessionLock, conn: psycopg.Connection[Any]) -> None:
+        with self._guard:
+            if self._held.get(lock.session_id) is lock:
+                del self._held[lock.session_id]
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (lock.key,))
+        except psycopg.Error:
+            conn.close()  # a dead connection has released the lock already
+            return
+        self._recycle(conn)
+
+    def close(self) -> None:
+        """Close every lock connection (held locks are released with them)."""
+        with self._guard:
+            self._closed = True
+            connections = self._idle + [lock.conn for lock in self._held.values() if lock.conn is not None]
+            self._idle = []
+            self._held.clear()
+        for conn in connections:
+            conn.close()
