@@ -423,3 +423,18 @@ def test_events_given_as_event_objects_are_accepted(store: Store) -> None:
     store.create(HEADER)
     store.append("s1", [Event.from_wire(thaw(e)) for e in log.events])
     assert wire(list(store.load("s1").events)) == log.events
+
+
+def test_materialized_fork_outlives_its_parent(open_store: StoreFactory) -> None:
+    store = open_store()
+    log = LogBuilder()
+    log.turn(1)
+    log.turn(2)
+    stored(store, log)
+    with store.fork("s1", 8, "kid") as child:
+        child.session.append("turn/start", {"turn": 2})
+        child.session.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+    expected = wire(list(store.load("kid").events))
+    store.materialize("kid")
+    store.delete("s1")
+    assert wire(list(open_store().load("kid").events)) == expected

@@ -418,6 +418,10 @@ class Store(ABC):
         if prefix:
             self._write(state, prefix)
 
+    def materialize(self, session_id: str) -> None:
+        """Turn a fork that references its parent's prefix into a full copy (no-op if it is one)."""
+        self._check_open()
+
     def delete(self, session_id: str) -> None:
         """Remove a stored session; refused while it is live or while fork children reference it."""
         self._check_open()
@@ -509,6 +513,9 @@ class Store(ABC):
     async def afork(self, session_id: str, boundary: int | None = None,
                     child_id: str | None = None) -> LiveSession:
         return await asyncio.to_thread(self.fork, session_id, boundary, child_id)
+
+    async def amaterialize(self, session_id: str) -> None:
+        await asyncio.to_thread(self.materialize, session_id)
 
     async def adelete(self, session_id: str) -> None:
         await asyncio.to_thread(self.delete, session_id)

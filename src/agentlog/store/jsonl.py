@@ -10,7 +10,6 @@ DSH-readable copy), and sessions can be deleted unless a fork still references t
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import fcntl
@@ -758,10 +757,6 @@ class JsonlStore(Store):
                 self._materialize_locked(session_id)
             finally:
                 lock.release()
-
-    async def amaterialize(self, session_id: str) -> None:
-        """``materialize()`` without blocking the event loop."""
-        await asyncio.to_thread(self.materialize, session_id)
 
     def _materialize_locked(self, session_id: str) -> None:
         transcript = self._read_transcript(session_id)
