@@ -170,8 +170,8 @@ class Session:
         return session
 
     @classmethod
-    def _fork_of(cls, source: Session, length: int, header: SessionHeader) -> Session:
-        """A sealed session seeded with ``source``'s first ``length`` (already validated) events.
+    def _fork_of(cls, source: Session, length: int, header: SessionHeader, *, seal: bool = True) -> Session:
+        """A session seeded with ``source``'s first ``length`` (already validated) events.
 
         Only the prefix's surface events are re-folded, found through the source's surface
         index, so the cost follows the surface size rather than the log length.
@@ -192,7 +192,8 @@ class Session:
                 manager.apply(event)
         manager.next_seq = len(log)
         session._first_live_seq = len(log)
-        session._mark_end_seed()
+        if seal:
+            session._mark_end_seed()
         return session
 
     def _seal(self) -> None:

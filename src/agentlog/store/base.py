@@ -13,6 +13,7 @@ import builtins
 import threading
 import uuid
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,6 +59,9 @@ __all__ = [
 
 DEFAULT_WRITE_DELAY_MS = 200
 """The write-behind batching window: a fixed deadline from the first pending event."""
+
+PREPARED_CACHE_SIZE = 5
+"""Validated cold sessions kept per store (keyed by revision), as DSH's LRU default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +139,7 @@ class Store(ABC):
         self._id_locks: dict[str, threading.RLock] = {}
         self._states: dict[str, _State] = {}
         self._live: dict[str, LiveSession] = {}
+        self._prepared: OrderedDict[str, tuple[StoredLog, Session, list[Event]]] = OrderedDict()
         self._closed = False
 
     # -- hooks for backends ------------------------------------------------------------
@@ -269,10 +274,13 @@ class Store(ABC):
         return Inspection(session.header, tuple(session.events))
 
     def _load_committed(self, session_id: str) -> Session:
-        """Validate a cold session, durably close an interrupted turn; return it unsealed."""
-        stored, session, closers = self._prepare(session_id)
+        """Validate a cold session, durably close an interrupted turn; return it unsealed (a copy)."""
+        stored, prepared, closers = self._prepare(session_id)
         if stored.torn is not None or closers:
             self._commit_repair(stored.header, stored.torn, [*stored.recovered, *closers])
+            with self._guard:
+                self._prepared.pop(session_id, None)
+        session = Session._fork_of(prepared, prepared.seq, stored.header, seal=False)
         session._load_seed(closers)
         state = self._states.get(session_id)
         if state is None:
@@ -292,14 +300,28 @@ class Store(ABC):
         return Inspection(stored.header, (*session.events, *closers))
 
     def _prepare(self, session_id: str) -> tuple[StoredLog, Session, list[Event]]:
-        """Read and validate a cold session (unsealed) and compute its repair closers."""
-        with gc_paused():
-            return self._prepare_cold(session_id)
+        """Read and validate a cold session and compute its repair closers.
 
-    def _prepare_cold(self, session_id: str) -> tuple[StoredLog, Session, list[Event]]:
-        stored = self._load_stored(session_id)
-        if stored is None:
-            raise SessionNotFoundError("session not found", session_id=session_id)
+        The validated session (unsealed) is cached per revision, like DSH's prepared-session
+        cache: callers must treat it as read-only (``Session._fork_of`` copies it).
+        """
+        with gc_paused():
+            stored = self._load_stored(session_id)
+            if stored is None:
+                raise SessionNotFoundError("session not found", session_id=session_id)
+            with self._guard:
+                cached = self._prepared.get(session_id)
+                if cached is not None and cached[0].revision == stored.revision:
+                    self._prepared.move_to_end(session_id)
+                    return cached
+            prepared = self._validate(session_id, stored)
+            with self._guard:
+                self._prepared[session_id] = prepared
+                while len(self._prepared) > PREPARED_CACHE_SIZE:
+                    self._prepared.popitem(last=False)
+            return prepared
+
+    def _validate(self, session_id: str, stored: StoredLog) -> tuple[StoredLog, Session, list[Event]]:
         events = [*stored.events, *stored.recovered]
         try:
             if stored.header.id != session_id:
