@@ -402,7 +402,10 @@ class Session:
                     except AgentlogError as exc:
                         raise exc.locate(session_id=self.id, seq=event.seq,
                                          event_type=event.type) from None
-            self._manager.commit(event)
+            if event[4] is None:  # log-only: _candidate already refused markerless surface types
+                self._manager.next_seq = event[1] + 1
+            else:
+                self._manager.commit(event)
             self._log.append(event)
             for observer in tuple(self._observers):
                 try:

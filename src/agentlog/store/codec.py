@@ -110,10 +110,13 @@ def _member(event: Event) -> tuple[_RunKey, str] | None:
     if not isinstance(data, dict) or tuple(data) != _DATA_KEYS:
         return None
     turn, step, chunk = data["turn"], data["step"], data["chunk"]
-    if not isinstance(chunk, dict) or not _is_number(turn) or not _is_number(step):
+    if not isinstance(chunk, dict):
+        return None
+    # ``type(x) is int`` first: the common case, and events from a Session hold only safe ints.
+    if (type(turn) is not int and not _is_number(turn)) or (type(step) is not int and not _is_number(step)):
         return None
     kind, index = chunk.get("type"), chunk.get("index")
-    if not _is_number(index):
+    if type(index) is not int and not _is_number(index):
         return None
     keys = tuple(chunk)
     if keys == _TEXT_KEYS and kind in (_TEXT_DELTA, _REASONING_DELTA):
