@@ -31,7 +31,6 @@ from agentlog.errors import (
     PersistenceIOError,
     SessionCorruptionError,
     SessionExistsError,
-    SessionLockedError,
     SessionNotFoundError,
     StoreError,
     UsageError,
@@ -48,6 +47,7 @@ from agentlog.store.base import (
     WriterLock,
     _State,
 )
+from agentlog.store.filelock import lock_session_file
 from agentlog.store.fs import FileSystem
 from agentlog.store.jsonl_format import (
     SHARED_PREFIX_KEY,
@@ -79,20 +79,6 @@ _FORKS_DIR = "forks"
 _CACHE_SIZE = 5
 _FLAT_SUFFIXES = (".jsonl", ".jsonl.zstd")
 _ABSENT = (errno.ENOENT, errno.ENOTDIR)
-
-
-class _FileLock(WriterLock):
-    """An ``flock`` held on a per-session lock file; the OS drops it if the holder dies."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd: int | None = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -585,28 +571,7 @@ class JsonlStore(Store):
         return self.root / _META_DIR / "locks" / f"{encode_session_id(session_id)}.lock"
 
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
-        path = self._lock_path(session_id)
-        try:
-            os.makedirs(path.parent, mode=0o700, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-        except OSError as exc:
-            _io_error(f"cannot create lock file: {exc}", exc, session_id=session_id, file=str(path))
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            holder = _read_pid(fd)
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                who = f"process {holder}" if holder else "another writer"
-                raise SessionLockedError(f"session is open for writing by {who}",
-                                         session_id=session_id, pid=holder, file=str(path)) from None
-            _io_error(f"cannot lock: {exc}", exc, session_id=session_id, file=str(path))
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError:
-            pass  # the pid is a courtesy for error messages; the flock is what excludes
-        return _FileLock(fd)
+        return lock_session_file(self._lock_path(session_id), session_id)
 
     # -- forks by reference ------------------------------------------------------------------------
 
@@ -853,9 +818,3 @@ def _revision(stat: os.stat_result) -> str:
     return ":".join(str(part) for part in _identity(stat))
 
 
-def _read_pid(fd: int) -> int | None:
-    try:
-        text = os.pread(fd, 32, 0).decode().strip()
-        return int(text) if text else None
-    except (OSError, ValueError):
-        return None

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import os
 import re
@@ -90,6 +89,7 @@ from agentlog.store.codec import (
     decode_row,
     pack_chunk_runs,
 )
+from agentlog.store.filelock import lock_session_file
 
 __all__ = [
     "APPLICATION_ID",
@@ -651,20 +651,6 @@ def _translate(exc: sqlite3.Error, *, session_id: str | None, file: str | None,
 # -- locks ---------------------------------------------------------------------------------------------
 
 
-class _FileLock(WriterLock):
-    """An ``flock`` on the session's lock file; the kernel releases it if the holder dies."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd: int | None = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
-
-
 class _MemoryLock(WriterLock):
     """A lock of a ``:memory:`` store: a member of the store's in-process set."""
 
@@ -677,14 +663,6 @@ class _MemoryLock(WriterLock):
             if self._active:
                 self._active = False
                 self._held.discard(self._session_id)
-
-
-def _read_pid(fd: int) -> int | None:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii").strip()
-        return int(text) if text else None
-    except (OSError, ValueError):
-        return None
 
 
 # -- the store -------------------------------------------------------------------------------------------
@@ -1187,39 +1165,7 @@ class SqliteStore(Store):
                                              session_id=session_id, pid=os.getpid())
                 self._memory_locks.add(session_id)
             return _MemoryLock(self._memory_locks, self._memory_guard, session_id)
-        path = self._lock_path(session_id)
-        try:
-            os.makedirs(path.parent, mode=0o700, exist_ok=True)
-        except OSError as exc:
-            raise PersistenceIOError(f"cannot create the lock directory: {exc}", session_id=session_id,
-                                     file=str(path)) from exc
-        while True:
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-            except OSError as exc:
-                raise PersistenceIOError(f"cannot open the lock file: {exc}", session_id=session_id,
-                                         file=str(path)) from exc
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                holder = _read_pid(fd)
-                os.close(fd)
-                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    who = f"process {holder}" if holder else "another writer"
-                    raise SessionLockedError(f"session is open for writing by {who}", session_id=session_id,
-                                             pid=holder, file=str(path)) from None
-                raise PersistenceIOError(f"cannot lock: {exc}", session_id=session_id,
-                                         file=str(path)) from exc
-            try:
-                current = os.stat(path).st_ino
-            except FileNotFoundError:
-                current = None
-            if current != os.fstat(fd).st_ino:  # a delete unlinked it meanwhile: lock the new file
-                os.close(fd)
-                continue
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-            return _FileLock(fd)
+        return lock_session_file(self._lock_path(session_id), session_id)
 
     def _children_of(self, session_id: str) -> list[str]:
         with self._reading(session_id) as conn:

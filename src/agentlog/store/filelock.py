@@ -1,0 +1,82 @@
+"""Per-session writer locks as ``flock``s on lock files (JSONL and SQLite stores).
+
+The kernel drops an ``flock`` when its holder dies, even by SIGKILL, so a crashed writer
+never wedges a session and there is no pid reuse to misjudge; the holder's pid is written
+into the file only for the error message. ``flock`` locks belong to an open file
+description, so a second ``LiveSession`` in the same process is refused as well.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+from pathlib import Path
+
+from agentlog.errors import PersistenceIOError, SessionLockedError
+from agentlog.store.base import WriterLock
+
+__all__ = ["FileLock", "lock_session_file"]
+
+
+class FileLock(WriterLock):
+    """An ``flock`` held on an open lock file."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+def lock_session_file(path: Path, session_id: str) -> FileLock:
+    """Take the exclusive lock on ``path`` (created 0600 in a 0700 directory) or raise.
+
+    ``SessionLockedError`` names the holder's pid; other failures are ``PersistenceIOError``.
+    A lock file unlinked by a concurrent delete is detected (inode check) and re-created.
+    """
+    try:
+        os.makedirs(path.parent, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise PersistenceIOError(f"cannot create the lock directory: {exc}", session_id=session_id,
+                                 file=str(path)) from exc
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:
+            raise PersistenceIOError(f"cannot open the lock file: {exc}", session_id=session_id,
+                                     file=str(path)) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = _read_pid(fd)
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                who = f"process {holder}" if holder else "another writer"
+                raise SessionLockedError(f"session is open for writing by {who}", session_id=session_id,
+                                         pid=holder, file=str(path)) from None
+            raise PersistenceIOError(f"cannot lock: {exc}", session_id=session_id, file=str(path)) from exc
+        try:
+            current: int | None = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current != os.fstat(fd).st_ino:  # a delete unlinked it meanwhile: lock the new file
+            os.close(fd)
+            continue
+        with contextlib.suppress(OSError):  # the pid is a courtesy for error messages
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        return FileLock(fd)
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii").strip()
+        return int(text) if text else None
+    except (OSError, ValueError):
+        return None
