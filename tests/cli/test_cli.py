@@ -110,3 +110,9 @@ def test_text_that_looks_like_markup_is_printed_verbatim(tmp_path: Path) -> None
     inspected = run(tmp_path / "store", "inspect", "[red]odd[/red]")
     assert inspected.returncode == 0, inspected.stderr
     assert "[red]odd[/red]" in inspected.stdout
+
+
+def test_bench_command_is_the_benchmark_runner(tmp_path: Path) -> None:
+    result = run(tmp_path / "store", "bench", "--help")
+    assert result.returncode == 0, result.stderr
+    assert "usage:" in result.stdout and "--turns" in result.stdout

@@ -65,8 +65,8 @@ def _handled(command: F) -> F:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="agentlog")
 @click.option("--store", "store_url", envvar="AGENTLOG_STORE", default=None, metavar="URL",
-              help="Store URL: jsonl:///dir (default under the user data dir), memory:. "
-                   "Also $AGENTLOG_STORE.")
+              help="Store URL: jsonl:///dir (default: under the user data dir), sqlite:///file.db, "
+                   "postgresql://user@host/db, memory:. Also $AGENTLOG_STORE.")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.pass_context
 def cli(ctx: click.Context, store_url: str | None, debug: bool) -> None:
@@ -102,6 +102,16 @@ def demo(state: _State) -> None:
     console.print()
     console.print("next: " + f"agentlog show {report.session_id}   ·   agentlog verify {report.session_id}"
                   f"   ·   agentlog inspect {report.child_id}")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                              "help_option_names": []})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def bench(args: tuple[str, ...]) -> None:
+    """Run the benchmarks (the same as ``python -m agentlog.bench``; see ``agentlog bench -h``)."""
+    from agentlog.bench.__main__ import main as bench_main
+
+    sys.exit(bench_main(list(args)))
 
 
 @cli.command(name="list")
