@@ -1,17 +1,28 @@
-"""The benchmark runner end to end: every suite at T = 2 through the real CLI entry."""
+"""The benchmark runner end to end: every suite at T = 2 through the real CLI entry.
+
+The database backends run in their own store-only report: SQLite always, PostgreSQL when the
+test server answers (under CI it must).
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from rich.console import Console
 
 from agentlog.bench.__main__ import main
-from agentlog.bench.runner import Figure, Options, Report, Stat, SuiteResult, Target
+from agentlog.bench.runner import Figure, Options, Report, Stat, SuiteResult, Target, run_suites
+from agentlog.bench.store import READ_CALLS, resolve_backends
+from agentlog.bench.store_backends import POSTGRES_ENV, PostgresBackend, postgres_dsn
 
 CORE_FIGURES = {
     "baseline.dumps_us_per_event", "baseline.loads_s", "baseline.generation_s",
@@ -19,16 +30,20 @@ CORE_FIGURES = {
     "derive.step_us_small", "derive.step_us", "baseline.surface_list_ms", "derive.cold_ms",
     "restore.wire_s", "restore.events_s",
 }
-STORE_FIGURES = {
-    "baseline.dumps_s", "baseline.write_fsync_s", "baseline.physical_s",
-    "persist.events_per_s", "persist.fsync_share",
-    "baseline.json_lines_bytes", "size.packed_bytes", "size.unpacked_bytes",
+READ_FIGURES = {"baseline.read_tail_ms", "read_from.warm_ms", "read_from.ms"}
+DATABASE_FIGURES = {
+    "baseline.dumps_s", "baseline.write_fsync_s", "baseline.physical_s", "persist.events_per_s",
+    "baseline.json_lines_bytes", "size.packed_bytes",
     "baseline.loads_s", "baseline.loads_peak_rss_mb", "baseline.idle_rss_mb",
     "load.s", "load.read_s", "load.restore_s", "load.derive_s", "load.peak_rss_mb",
+    *READ_FIGURES,
     "baseline.fork_write_ms", "baseline.full_copy_bytes", "fork.ms", "fork.warm_ms", "fork.bytes",
 }
+STORE_FIGURES = DATABASE_FIGURES | {"persist.fsync_share", "size.unpacked_bytes"}
 ZSTD_ONLY = {"baseline.compress_s", "baseline.zstd_one_frame_bytes"}
 BACKENDS = ("jsonl-zstd", "jsonl-raw")
+UNREACHABLE = "postgresql://postgres@127.0.0.1:1/test?connect_timeout=3"
+"""Nothing listens on port 1: a PostgreSQL server that does not answer."""
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +55,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out, markdown = base / "report.json", base / "report.md"
     done = subprocess.run(
         [sys.executable, "-m", "agentlog.bench", "all", "--turns", "2", "--runs", "1",
+         "--backends", ",".join(BACKENDS),
          "--out", str(out), "--markdown", str(markdown), "--tmp-dir", str(scratch)],
         capture_output=True, text=True, timeout=120, check=False,
     )
@@ -77,7 +93,8 @@ def test_every_figure_is_a_measured_number_with_one_run(report: dict[str, Any]) 
         for item in suite["figures"]:
             assert math.isfinite(item["median"]) and item["median"] >= 0, item["id"]
             assert item["min"] <= item["median"] <= item["max"], item["id"]
-            assert item["runs"] == len(item["samples"]) == 1, item["id"]
+            runs = READ_CALLS if item["key"] in READ_FIGURES else 1
+            assert item["runs"] == len(item["samples"]) == runs, item["id"]
             if not item["is_baseline"]:
                 assert item["ratio"] is not None and item["baseline"], item["id"]
 
@@ -139,3 +156,131 @@ def test_a_missed_target_is_listed_with_its_figure_and_bound() -> None:
     assert slow.passed is False and fine.passed is True
     assert report.misses() == ["store jsonl-raw: cold load: 1.30 s (target ≤ 1.00 s)"]
     assert "✗ miss" in report.to_markdown()
+
+
+# -- the database backends ---------------------------------------------------------------------
+
+
+def _postgres_or_reason() -> str | None:
+    """None when the test server answers; else why not (a failure under CI, where it must run)."""
+    problem = PostgresBackend().available()
+    if problem is not None and os.environ.get("CI"):
+        pytest.fail(f"{problem} (required under CI)")
+    return problem
+
+
+def _schemas(prefix: str) -> list[str]:
+    with psycopg.connect(postgres_dsn(), connect_timeout=5) as conn:
+        rows = conn.execute("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)", (prefix,))
+        return [row[0] for row in rows.fetchall()]
+
+
+@pytest.fixture(scope="module")
+def databases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The store suite at T = 2, one run per phase: JSONL (raw), SQLite, PostgreSQL when it answers."""
+    skipped = _postgres_or_reason()
+    backends = ["jsonl-raw", "sqlite"] + ([] if skipped else ["postgres"])
+    base = tmp_path_factory.mktemp("bench-db")
+    scratch = base / "scratch"
+    scratch.mkdir()
+    out, markdown = base / "report.json", base / "report.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "agentlog.bench", "store", "--turns", "2", "--runs", "1",
+         "--backends", ",".join(backends), "--out", str(out), "--markdown", str(markdown),
+         "--tmp-dir", str(scratch)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    data: dict[str, Any] = json.loads(out.read_text())
+    data["_backends"] = backends
+    data["_markdown"] = markdown.read_text()
+    data["_stdout"] = done.stdout
+    data["_scratch_left"] = sorted(path.name for path in scratch.iterdir())
+    return data
+
+
+def test_database_backends_report_every_figure(databases: dict[str, Any]) -> None:
+    expected = {f"{backend}.{name}" for backend in databases["_backends"] if backend != "jsonl-raw"
+                for name in DATABASE_FIGURES}
+    expected |= {f"jsonl-raw.{name}" for name in STORE_FIGURES}
+    assert ids(databases, "store") == expected
+    assert databases["suites"]["store"]["errors"] == []
+    assert databases["backends"] == databases["_backends"]
+
+
+def test_read_from_has_a_5_ms_target_on_databases_only(databases: dict[str, Any]) -> None:
+    for backend in databases["_backends"]:
+        for key in ("read_from.warm_ms", "read_from.ms"):
+            item = figure(databases, "store", f"{backend}.{key}")
+            assert item["runs"] == READ_CALLS >= 20
+            assert 0 < item["min"] <= item["median"] <= item["max"]
+            assert item["baseline"] == "read floor" and item["ratio"] > 0
+            if backend == "jsonl-raw":
+                assert item["target"] is None and item["passed"] is None
+            else:
+                assert item["target"] == {"op": "<=", "limit": 5.0}
+                assert item["passed"] == (item["median"] <= 5.0)
+        assert "(50 lines)" in figure(databases, "store", f"{backend}.baseline.read_tail_ms")["label"]
+
+
+def test_database_figures_are_physically_plausible(databases: dict[str, Any]) -> None:
+    json_bytes = figure(databases, "store", "sqlite.baseline.json_lines_bytes")["median"]
+    for backend in databases["_backends"][1:]:
+        size = figure(databases, "store", f"{backend}.size.packed_bytes")
+        assert size["median"] > 0 and size["ratio"] == pytest.approx(size["median"] / json_bytes)
+        fork = figure(databases, "store", f"{backend}.fork.bytes")
+        full_copy = figure(databases, "store", f"{backend}.baseline.full_copy_bytes")["median"]
+        assert 0 < fork["median"] < full_copy and fork["target"] is None
+        assert figure(databases, "store", f"{backend}.load.peak_rss_mb")["median"] > 1
+    assert "db + WAL after a checkpoint" in figure(databases, "store", "sqlite.size.packed_bytes")["label"]
+    sqlite_fork = figure(databases, "store", "sqlite.fork.bytes")["median"]
+    assert (sqlite_fork - 32) % (4096 + 24) == 0  # WAL header + whole frames (page + frame header)
+
+
+def test_side_by_side_table_has_one_column_per_backend(databases: dict[str, Any]) -> None:
+    (table,) = databases["suites"]["store"]["comparisons"]
+    backends = databases["_backends"]
+    assert table["title"] == "backends side by side" and table["columns"] == backends
+    rows = {row["label"]: row["cells"] for row in table["rows"]}
+    fsync = rows["share of persist time in fsync"]
+    assert fsync["jsonl-raw"].endswith(" %")
+    assert {fsync[backend] for backend in backends[1:]} == {"n/a (the database syncs)"}
+    read = rows["read_from(last 50), warm store"]
+    assert read["jsonl-raw"].endswith(" ms") and all(read[b].endswith(("ms ✓", "ms ✗")) for b in backends[1:])
+    for label in ("record + persist, durable per turn", "cold load + derive_messages(), fresh process",
+                  "read_from(last 50), new store object", "fork at turn T/2, warm store",
+                  "fork at turn T/2, new store object", "fork: bytes written", "bytes on disk"):
+        assert all(cell[0].isdigit() for cell in rows[label].values()), label
+    markdown = databases["_markdown"]
+    assert "### backends side by side" in markdown
+    assert "| figure | " + " | ".join(backends) + " |" in markdown
+    assert "backends side by side" in databases["_stdout"]
+    assert databases["_scratch_left"] == []
+
+
+def test_postgres_schemas_of_a_run_are_dropped(databases: dict[str, Any]) -> None:
+    if "postgres" not in databases["_backends"]:
+        pytest.skip("PostgreSQL not reachable")
+    notes = " ".join(databases["suites"]["store"]["notes"])
+    match = re.search(r"a new schema (agentlog_bench_[0-9a-f]+_)N per store location", notes)
+    assert match is not None, notes
+    assert _schemas(match.group(1)) == []
+
+
+def test_unreachable_postgres_is_left_out_of_the_default_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(POSTGRES_ENV, UNREACHABLE)
+    runnable, skipped = resolve_backends(())
+    assert [backend.name for backend in runnable] == ["jsonl-zstd", "jsonl-raw", "sqlite"]
+    assert list(skipped) == ["postgres"]
+    assert "PostgreSQL not reachable at 127.0.0.1:1/test" in skipped["postgres"]
+
+
+def test_an_unreachable_postgres_asked_for_by_name_is_an_error(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    monkeypatch.setenv(POSTGRES_ENV, UNREACHABLE)
+    options = Options(turns=2, runs=1, warmup=0, backends=("postgres",), tmp_dir=tmp_path, quiet=True)
+    report = run_suites(["store"], options, Console(stderr=True, quiet=True))
+    (result,) = report.results
+    assert result.figures == [] and result.comparisons == []
+    assert [error["phase"] for error in result.errors] == ["postgres backend"]
+    assert "PostgreSQL not reachable" in result.errors[0]["error"]

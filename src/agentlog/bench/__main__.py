@@ -59,6 +59,8 @@ def _parser(suites: Sequence[str], backends: Sequence[str]) -> argparse.Argument
     parser.add_argument("--tmp-dir", type=Path, metavar="DIR",
                         help="where temporary stores go (fsync cost depends on this disk)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--peer-timeout", type=float, metavar="SECONDS",
+                        help="budget of one peer phase run (default $AGENTLOG_BENCH_PEER_TIMEOUT or 600)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser
 
@@ -84,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown backend(s) {', '.join(bad)}; known: {', '.join(BACKENDS)}")
     options = Options(turns=args.turns, runs=args.runs, warmup=args.warmup,
                       backends=tuple(dict.fromkeys(backends)) or tuple(BACKENDS),
-                      tmp_dir=args.tmp_dir, quiet=args.quiet)
+                      tmp_dir=args.tmp_dir, quiet=args.quiet, peer_timeout=args.peer_timeout)
     report = run_suites(list(dict.fromkeys(names)), options, Console(stderr=True))
     out = Console()
     if not out.is_terminal:

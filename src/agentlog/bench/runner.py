@@ -31,6 +31,7 @@ from rich.table import Table
 
 __all__ = [
     "SUITE_MODULES",
+    "Comparison",
     "Context",
     "Figure",
     "Options",
@@ -47,7 +48,8 @@ __all__ = [
     "run_suites",
 ]
 
-SUITE_MODULES: Final = ("agentlog.bench.core", "agentlog.bench.store", "agentlog.bench.compaction")
+SUITE_MODULES: Final = (
+    "agentlog.bench.core", "agentlog.bench.store", "agentlog.bench.compaction", "agentlog.bench.peers")
 """Modules that each define a module-level ``SUITE``; later suites (compaction, peers) add theirs."""
 
 REPORT_FORMAT: Final = 1
@@ -163,6 +165,38 @@ def format_value(value: float, unit: str = "") -> str:
     return f"{value:.{digits}f}"
 
 
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """A table a suite adds after its figures: one row per measure, one column per subject."""
+
+    title: str
+    caption: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, tuple[str, ...]], ...]
+    """(row label, one cell per column), cells already formatted."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "caption": self.caption, "columns": list(self.columns),
+                "rows": [{"label": label, "cells": dict(zip(self.columns, cells, strict=True))}
+                         for label, cells in self.rows]}
+
+    def to_markdown(self) -> list[str]:
+        out = [f"### {self.title}", "", self.caption, "", "| figure | " + " | ".join(self.columns) + " |",
+               "|---|" + "---:|" * len(self.columns)]
+        for label, cells in self.rows:
+            out.append("| " + " | ".join(cell.replace("|", "\\|") for cell in (label, *cells)) + " |")
+        return [*out, ""]
+
+    def to_rich(self) -> Table:
+        table = Table(title=f"{self.title} — {self.caption}", title_justify="left")
+        table.add_column("figure", justify="left", overflow="fold")
+        for column in self.columns:
+            table.add_column(column, justify="right", overflow="fold")
+        for label, cells in self.rows:
+            table.add_row(label, *cells)
+        return table
+
+
 # -- suites and their context ------------------------------------------------------------------
 
 
@@ -176,6 +210,8 @@ class Options:
     backends: tuple[str, ...] = ()
     tmp_dir: Path | None = None
     quiet: bool = False
+    peer_timeout: float | None = None
+    """Wall-clock budget of one peer phase run (seconds); None: $AGENTLOG_BENCH_PEER_TIMEOUT or 600."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,10 +244,14 @@ class SuiteResult:
     notes: list[str] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    comparisons: list[Comparison] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"figures": [figure.to_json() for figure in self.figures], "notes": self.notes,
+        data: dict[str, Any] = {"figures": [figure.to_json() for figure in self.figures], "notes": self.notes,
                 "errors": self.errors, "seconds": self.seconds}
+        if self.comparisons:
+            data["comparisons"] = [comparison.to_json() for comparison in self.comparisons]
+        return data
 
 
 class Context:
@@ -267,6 +307,10 @@ class Context:
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)
+
+    def compare(self, comparison: Comparison) -> None:
+        """Add a table shown after the suite's figures (e.g. backends side by side)."""
+        self.result.comparisons.append(comparison)
 
     def attempt(self, phase: str, action: Callable[[], T]) -> T | None:
         """Run one phase; a failure is recorded (phase, error, where) and None returned."""
@@ -403,6 +447,8 @@ class Report:
                 cells = _cells(figure, with_group=False)
                 out.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
             out.append("")
+            for comparison in result.comparisons:
+                out += comparison.to_markdown()
             out += [f"- {note}" for note in result.notes]
             out += [f"- **error** in {e['phase']}: {e['error']} ({e['where']})" for e in result.errors]
             out.append("")
@@ -428,6 +474,8 @@ class Report:
                 style = "dim" if figure.is_baseline else ("red" if figure.passed is False else None)
                 table.add_row(*_cells(figure, with_group=False), style=style)
             console.print(table)
+            for comparison in result.comparisons:
+                console.print(comparison.to_rich())
             for note in result.notes:
                 console.print(f"  • {note}", highlight=False)
             for error in result.errors:

@@ -1,8 +1,10 @@
-"""The ``store`` suite: the standard workload persisted, loaded cold, forked, and sized per backend.
+"""The ``store`` suite: the standard workload persisted, loaded cold, read back, forked and sized per backend.
 
 Baselines measured in the same run: ``orjson.dumps``/``orjson.loads`` of the same events,
-``zstandard`` compression of the same bytes, and writing the same bytes with one fsync per
-turn. Cold loads run in fresh subprocesses so that their peak RSS is their own.
+``zstandard`` compression of the same bytes, writing the same bytes with one fsync per turn,
+and each backend's floors (read the last lines, one small durable write). Cold loads run in
+fresh subprocesses so that their peak RSS is their own. The last table puts every backend
+side by side.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import shutil
 import statistics
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -21,16 +24,18 @@ import orjson
 import zstandard
 
 from agentlog.bench.runner import (
+    Comparison,
     Context,
     Figure,
     Stat,
     Suite,
     Target,
     current_rss,
-    directory_bytes,
+    format_value,
     peak_rss,
     run_child,
 )
+from agentlog.bench.store_backends import Backend, Floors, JsonlBackend, PostgresBackend, SqliteBackend
 from agentlog.bench.workload import record_workload
 from agentlog.errors import AgentlogError
 from agentlog.events import TURN_END, Event
@@ -39,59 +44,65 @@ from agentlog.jsonvalue import thaw
 from agentlog.session import Session
 from agentlog.store.base import Store
 from agentlog.store.fs import FileSystem
-from agentlog.store.urls import open_store
 
-__all__ = ["BACKENDS", "SUITE", "Backend", "TimedFileSystem", "child", "run"]
+__all__ = [
+    "BACKENDS",
+    "READ_TAIL",
+    "SUITE",
+    "Backend",
+    "TimedFileSystem",
+    "child",
+    "fork_boundary",
+    "resolve_backends",
+    "run",
+]
 
 SESSION_ID: Final = "bench-workload"
 CWD: Final = "/bench/workload"
 ZSTD_LEVEL: Final = 3
 """The level agentlog's JSONL store (and Node's zstd) uses."""
+READ_TAIL: Final = 50
+"""``read_from`` reads this many events at the end of the session."""
+READ_CALLS: Final = 25
+"""Measured ``read_from`` calls per figure (at least; more when ``--runs`` asks for more)."""
 
 PERSIST_RATE: Final = Target(">=", 100_000)
 LOAD_SECONDS: Final = Target("<=", 1.0)
 LOAD_RATIO: Final = Target("<=", 3.0)
+READ_MS: Final = Target("<=", 5.0)
+"""``read_from`` of the last events on a database (seek read); JSONL parses the whole file: no target."""
 FORK_MS: Final = Target("<=", 5.0)
 FORK_BYTES: Final = Target("<=", 4096)
+"""Bytes of a file-backed fork; a database commit writes whole pages, so no byte target there."""
 
 DSH_BYTES: Final = {("zstd", True): "5.2 MB", ("zstd", False): "6.4 MB",
                     ("raw", True): "16.0 MB", ("raw", False): "36.9 MB"}
-"""DSH's own sizes at T = 1000 (WORKLOAD.md), quoted beside ours; not measured here."""
+"""DSH's own JSONL sizes at T = 1000 (WORKLOAD.md), quoted beside ours; not measured here."""
 
-
-@dataclass(frozen=True, slots=True)
-class Backend:
-    """A store configuration the suite can measure; sqlite and postgres add entries later."""
-
-    name: str
-    encoding: str
-    url: Callable[[Path, bool], str]
-    open: Opener
-    """``open(root, pack_chunks, fs)``; ``fs`` routes every write and fsync (for timing)."""
-
-
-Opener = Callable[[Path, bool, FileSystem | None], Store]
-
-
-def _jsonl(compression: str) -> tuple[Callable[[Path, bool], str], Opener]:
-    def url(root: Path, pack: bool) -> str:
-        return f"jsonl://{root}?compression={compression}&pack_chunks={'true' if pack else 'false'}"
-
-    def open_(root: Path, pack: bool, fs: FileSystem | None) -> Store:
-        from agentlog.store.jsonl import JsonlStore
-
-        return JsonlStore(root, compression="zstd" if compression == "zstd" else "none",
-                          pack_chunks=pack, fs=fs)
-
-    return url, open_
-
-
-BACKENDS: Final = {
+BACKENDS: Final[dict[str, Backend]] = {
     backend.name: backend for backend in (
-        Backend("jsonl-zstd", "zstd", *_jsonl("zstd")),
-        Backend("jsonl-raw", "raw", *_jsonl("none")),
+        JsonlBackend("zstd"), JsonlBackend("none"), SqliteBackend(), PostgresBackend(),
     )
 }
+"""Every backend, in report order; ``--backends`` picks some, the default is those that can run."""
+
+SIDE_BY_SIDE: Final = (
+    ("persist.events_per_s", "record + persist, durable per turn"),
+    ("persist.fsync_share", "share of persist time in fsync"),
+    ("load.s", "cold load + derive_messages(), fresh process"),
+    ("load.peak_rss_mb", "peak RSS of the cold load"),
+    ("read_from.warm_ms", f"read_from(last {READ_TAIL}), warm store"),
+    ("read_from.ms", f"read_from(last {READ_TAIL}), new store object"),
+    ("fork.warm_ms", "fork at turn T/2, warm store"),
+    ("fork.ms", "fork at turn T/2, new store object"),
+    ("fork.bytes", "fork: bytes written"),
+    ("size.packed_bytes", "bytes on disk"),
+    ("size.unpacked_bytes", "bytes on disk, one chunk per line"),
+)
+"""Rows of the "backends side by side" table: figure key and row label."""
+NOT_APPLICABLE: Final = {"persist.fsync_share": "n/a (the database syncs)",
+                         "size.unpacked_bytes": "n/a (always packed)"}
+"""What a database column shows for the figures only the file stores have."""
 
 
 class TimedFileSystem(FileSystem):
@@ -127,7 +138,7 @@ class TimedFileSystem(FileSystem):
 class _Persisted:
     """The last record + persist run: where it is, what it logged, and how long runs took."""
 
-    root: Path
+    place: str
     header: SessionHeader
     events: Sequence[Event]
     samples: dict[str, list[float]]
@@ -146,30 +157,82 @@ class _Floor:
         return [sum(values) for values in zip(*parts, strict=True)]
 
 
-def run(ctx: Context) -> None:
-    """Every store figure for each backend of ``ctx.options.backends`` (default: all)."""
-    names = ctx.options.backends or tuple(BACKENDS)
+def resolve_backends(requested: Sequence[str]) -> tuple[list[Backend], dict[str, str]]:
+    """The backends to run and, by name, why the others cannot run here.
+
+    ``requested`` empty (or every backend, as the CLI passes by default) means "every backend
+    that can run here".
+    """
+    names = tuple(requested) or tuple(BACKENDS)
     unknown = [name for name in names if name not in BACKENDS]
     if unknown:
         raise ValueError(f"unknown backend(s) {', '.join(unknown)} (known: {', '.join(BACKENDS)})")
-    for name in names:
-        _run_backend(ctx, BACKENDS[name])
+    runnable: list[Backend] = []
+    skipped: dict[str, str] = {}
+    for name in dict.fromkeys(names):
+        problem = BACKENDS[name].available()
+        if problem is None:
+            runnable.append(BACKENDS[name])
+        else:
+            skipped[name] = problem
+    return runnable, skipped
+
+
+def run(ctx: Context) -> None:
+    """Every store figure for each backend of ``ctx.options.backends`` (default: all that can run)."""
+    requested = ctx.options.backends
+    explicit = bool(requested) and tuple(requested) != tuple(BACKENDS)
+    backends, skipped = resolve_backends(requested)
+    for name, problem in skipped.items():
+        if explicit:
+            ctx.attempt(f"{name} backend", partial(_refuse, problem))
+        else:
+            ctx.say(f"[yellow]{name} skipped: {problem}[/]")
+            ctx.note(f"{name} skipped: {problem}")
+    for backend in backends:
+        try:
+            described = ctx.attempt(f"{backend.name} setup", backend.describe)
+            if described:
+                ctx.note(described)
+            _run_backend(ctx, backend)
+        finally:
+            ctx.attempt(f"{backend.name} cleanup", backend.close)
+    _notes(ctx)
+    if backends:
+        ctx.compare(_side_by_side(ctx, [backend.name for backend in backends]))
+
+
+def _refuse(problem: str) -> None:
+    raise RuntimeError(problem)
+
+
+def _notes(ctx: Context) -> None:
     ctx.note("Persist: store.start(header), the workload recorded with live.flush() after every "
-             "turn/end (returns after fsync), live.close(). Physical floor = orjson.dumps of the events "
-             "+ zstandard compression per turn (zstd) + writing the same bytes with one fsync per turn.")
+             "turn/end (returns once durable: fsync for JSONL, a synchronous commit for the databases), "
+             "live.close(). Physical floor = orjson.dumps of the events + zstandard compression per turn "
+             "(zstd) + writing the same bytes with one fsync per turn.")
     ctx.note("Cold load = store.load(id), then Session.restore(id, events, header), then "
-             "derive_messages(), in a fresh process (imports done first; OS page cache warm).")
+             "derive_messages(), in a fresh process (imports done and a database connection opened first).")
+    ctx.note(f"read_from = store.read_from(id, events - {READ_TAIL}), median of at least {READ_CALLS} calls; "
+             "warm = one store object that already made the same call, new = a new store object per call "
+             "(its database connection opened first, untimed). JSONL parses the whole file; SQLite and "
+             "PostgreSQL seek.")
     ctx.note("Fork: store.fork(id, boundary=turn/end of turn T/2, child_id) then close(); cold = a new "
-             "store object per fork, warm = one store object that already read the parent.")
-    ctx.note("Sizes and fork bytes are file bytes under the store root (transcript, lock and fork-marker "
-             "files); DSH sizes are quoted from WORKLOAD.md (T = 1000), not measured here.")
+             "store object per fork (its database connection opened first, untimed), warm = one store "
+             "object that already read the parent.")
+    ctx.note("Sizes and fork bytes: JSONL = file bytes under the store root (transcript, lock and "
+             "fork-marker files); SQLite = db + WAL after a checkpoint, and the WAL frames a fork's commit "
+             "appends (4 KiB pages); PostgreSQL = pg_total_relation_size of the schema's tables, and the "
+             "server's WAL insert-LSN advance across the fork (server-wide: other clients' writes count). "
+             "DSH sizes are quoted from WORKLOAD.md (T = 1000), not measured here.")
 
 
 def _run_backend(ctx: Context, backend: Backend) -> None:
     workdir = ctx.workdir / backend.name
     workdir.mkdir()
+    kept: list[_Persisted] = []
     try:
-        persisted = ctx.attempt(f"{backend.name} persist", lambda: _persist(ctx, backend, workdir))
+        persisted = ctx.attempt(f"{backend.name} persist", lambda: _persist(ctx, backend, workdir, kept))
         if persisted is None:
             return
         plain = ctx.attempt(f"{backend.name} raw content", lambda: _plain_content(backend, persisted))
@@ -181,18 +244,26 @@ def _run_backend(ctx: Context, backend: Backend) -> None:
         ctx.attempt(f"{backend.name} sizes", lambda: _sizes(ctx, backend, workdir, persisted, plain))
         if plain is not None:
             ctx.attempt(f"{backend.name} load", lambda: _load(ctx, backend, workdir, persisted, plain))
-        ctx.attempt(f"{backend.name} fork", lambda: _fork(ctx, backend, workdir, persisted))
+        floors = ctx.attempt(f"{backend.name} floors", lambda: _floors(backend, workdir, persisted))
+        if floors is not None:
+            try:
+                ctx.attempt(f"{backend.name} read_from", lambda: _read_from(ctx, backend, persisted, floors))
+                ctx.attempt(f"{backend.name} fork", lambda: _fork(ctx, backend, persisted, floors))
+            finally:
+                floors.close()
     finally:
+        for item in kept:
+            backend.remove(item.place)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
 # -- record + persist --------------------------------------------------------------------------
 
 
-def persist_once(backend: Backend, root: Path, turns: int, *, pack: bool = True,
+def persist_once(backend: Backend, place: str, turns: int, *, pack: bool = True,
                  fs: FileSystem | None = None) -> tuple[float, Session, SessionHeader]:
     """Seconds to record ``turns`` turns into a new live session, durable at every ``turn/end``."""
-    store = backend.open(root, pack, fs)
+    store = backend.open(place, pack=pack, fs=fs)
     header = SessionHeader(id=SESSION_ID, cwd=CWD)
     try:
         start = time.perf_counter()
@@ -205,16 +276,19 @@ def persist_once(backend: Backend, root: Path, turns: int, *, pack: bool = True,
     return elapsed, live.session, header
 
 
-def _persist(ctx: Context, backend: Backend, workdir: Path) -> _Persisted:
-    kept: list[_Persisted] = []
+def _persist(ctx: Context, backend: Backend, workdir: Path, kept: list[_Persisted]) -> _Persisted:
+    runs = 0
 
     def once() -> Mapping[str, float]:
-        if kept:
-            shutil.rmtree(kept[-1].root)
-        root = workdir / f"persist-{len(kept)}"
+        nonlocal runs
+        while kept:
+            backend.remove(kept.pop().place)
+        place = backend.place(workdir / f"persist-{runs}")
+        runs += 1
         fs = TimedFileSystem()
-        elapsed, session, header = persist_once(backend, root, ctx.options.turns, fs=fs)
-        kept[:] = [_Persisted(root, header, session.events, {})]
+        kept.append(_Persisted(place, SessionHeader(id=SESSION_ID, cwd=CWD), (), {}))
+        elapsed, session, header = persist_once(backend, place, ctx.options.turns, fs=fs)
+        kept[-1] = _Persisted(place, header, session.events, {})
         return {"s": elapsed, "events": session.seq, "fsync_s": fs.fsync_seconds, "fsyncs": fs.fsyncs}
 
     samples = ctx.measure(f"{backend.name}: record + persist, flush at every turn/end", once)
@@ -231,6 +305,8 @@ def _persist_figures(ctx: Context, backend: Backend, persisted: _Persisted, floo
                    group=backend.name, baseline="physical floor",
                    ratio=None if total is None else statistics.median(samples["s"]) / total,
                    target=PERSIST_RATE))
+    if backend.database:
+        return  # the database syncs on its own: no fsync of ours to time
     share = Stat.of([100 * f / s for f, s in zip(samples["fsync_s"], samples["s"], strict=True)])
     write = None if floor is None else statistics.median(floor.write)
     ctx.add(Figure("persist.fsync_share", f"share of time in fsync ({samples['fsyncs'][-1]:.0f} fsyncs)",
@@ -243,7 +319,7 @@ def _persist_figures(ctx: Context, backend: Backend, persisted: _Persisted, floo
 
 def _plain_content(backend: Backend, persisted: _Persisted) -> bytes:
     """The stored log as uncompressed JSONL (the raw artifact, or the events as JSON lines)."""
-    store = backend.open(persisted.root, True, None)
+    store = backend.open(persisted.place)
     try:
         artifact = store.read_raw(SESSION_ID)
     except AgentlogError:
@@ -252,7 +328,11 @@ def _plain_content(backend: Backend, persisted: _Persisted) -> bytes:
         store.close()
     if artifact is not None:
         return artifact.content.encode("utf-8", "surrogatepass")
-    return b"".join(orjson.dumps(thaw(event.to_wire())) + b"\n" for event in persisted.events)
+    return b"".join(line + b"\n" for line in _json_lines(persisted.events))
+
+
+def _json_lines(events: Sequence[Event]) -> list[bytes]:
+    return [orjson.dumps(thaw(event.to_wire())) for event in events]
 
 
 def split_turns(plain: bytes) -> list[bytes]:
@@ -330,24 +410,31 @@ def _floor(ctx: Context, backend: Backend, workdir: Path, persisted: _Persisted,
 
 
 def _sizes(ctx: Context, backend: Backend, workdir: Path, persisted: _Persisted, plain: bytes | None) -> None:
-    json_bytes = sum(len(orjson.dumps(thaw(event.to_wire()))) + 1 for event in persisted.events)
+    json_bytes = sum(len(line) + 1 for line in _json_lines(persisted.events))
     group = backend.name
     ctx.add(Figure("baseline.json_lines_bytes", "the events as compact JSON lines", "bytes",
                    Stat.of([json_bytes]), group=group, is_baseline=True))
     if backend.encoding == "zstd" and plain is not None:
         ctx.add(Figure("baseline.zstd_one_frame_bytes", "the packed content as one zstd frame", "bytes",
                        Stat.of([len(_compressor().compress(plain))]), group=group, is_baseline=True))
-    unpacked_root = workdir / "unpacked"
+    if backend.database:
+        size = backend.size(persisted.place)
+        ctx.add(Figure("size.packed_bytes", f"bytes on disk ({backend.size_label})", "bytes", Stat.of([size]),
+                       group=group, baseline="JSON lines", ratio=size / json_bytes))
+        return
+    unpacked = backend.place(workdir / "unpacked")
     ctx.say(f"{backend.name}: record + persist once more, unpacked chunks (for its size)")
-    persist_once(backend, unpacked_root, ctx.options.turns, pack=False)
-    for key, packed, root in (("size.packed_bytes", True, persisted.root),
-                              ("size.unpacked_bytes", False, unpacked_root)):
-        size = directory_bytes(root)
-        dsh = DSH_BYTES[(backend.encoding, packed)] if ctx.options.turns == 1000 else ""
-        ctx.add(Figure(key, f"bytes on disk, {backend.encoding} {'packed' if packed else 'unpacked'}",
-                       "bytes", Stat.of([size]), group=group, baseline="JSON lines",
-                       ratio=size / json_bytes, note=f"DSH {dsh}" if dsh else ""))
-    shutil.rmtree(unpacked_root, ignore_errors=True)
+    try:
+        persist_once(backend, unpacked, ctx.options.turns, pack=False)
+        for key, packed, place in (("size.packed_bytes", True, persisted.place),
+                                   ("size.unpacked_bytes", False, unpacked)):
+            size = backend.size(place)
+            dsh = DSH_BYTES[(backend.encoding, packed)] if ctx.options.turns == 1000 else ""
+            ctx.add(Figure(key, f"bytes on disk, {backend.encoding} {'packed' if packed else 'unpacked'}",
+                           "bytes", Stat.of([size]), group=group, baseline="JSON lines",
+                           ratio=size / json_bytes, note=f"DSH {dsh}" if dsh else ""))
+    finally:
+        backend.remove(unpacked)
 
 
 # -- cold load (in fresh subprocesses) -----------------------------------------------------------
@@ -356,8 +443,8 @@ def _sizes(ctx: Context, backend: Backend, workdir: Path, persisted: _Persisted,
 def _load(ctx: Context, backend: Backend, workdir: Path, persisted: _Persisted, plain: bytes) -> None:
     raw_path = workdir / "raw.jsonl"
     raw_path.write_bytes(plain)
-    url = backend.url(persisted.root, True)
-    load_spec = {"suite": "store", "kind": "load", "url": url, "session": SESSION_ID}
+    load_spec = {"suite": "store", "kind": "load", "backend": backend.name, "place": persisted.place,
+                 "session": SESSION_ID}
     loads_spec = {"suite": "store", "kind": "loads", "path": str(raw_path)}
     load = ctx.measure(f"{backend.name}: cold load + derive_messages() in a fresh process",
                        lambda: run_child(load_spec))
@@ -392,14 +479,15 @@ def _load(ctx: Context, backend: Backend, workdir: Path, persisted: _Persisted, 
 def child(spec: Mapping[str, Any]) -> dict[str, Any]:
     """Measurements that need a fresh process: ``load`` (a cold store load) and ``loads``."""
     if spec["kind"] == "load":
-        return _child_load(str(spec["url"]), str(spec["session"]))
+        return _child_load(BACKENDS[str(spec["backend"])], str(spec["place"]), str(spec["session"]))
     if spec["kind"] == "loads":
         return _child_loads(Path(spec["path"]))
     raise ValueError(f"unknown store child measurement {spec['kind']!r}")
 
 
-def _child_load(url: str, session_id: str) -> dict[str, Any]:
-    store = open_store(url)
+def _child_load(backend: Backend, place: str, session_id: str) -> dict[str, Any]:
+    store = backend.open(place)
+    backend.connect(store)
     before = current_rss()
     start = time.perf_counter()
     inspection = store.load(session_id)
@@ -423,6 +511,67 @@ def _child_loads(path: Path) -> dict[str, Any]:
     return {"s": elapsed, "peak_rss": peak_rss(), "lines": len(parsed)}
 
 
+# -- read_from: the last events ----------------------------------------------------------------
+
+
+def _floors(backend: Backend, workdir: Path, persisted: _Persisted) -> Floors:
+    return backend.floors(workdir / "floors", _json_lines(persisted.events))
+
+
+def _read_once(store: Store, first: int, count: int) -> float:
+    """Milliseconds of one ``read_from(first)``; checks that it returned the ``count`` last events."""
+    start = time.perf_counter()
+    events = store.read_from(SESSION_ID, first).events
+    elapsed = time.perf_counter() - start
+    if len(events) != count or (events and events[0].seq != first):
+        raise RuntimeError(f"read_from({first}) returned {len(events)} events, expected {count}")
+    return elapsed * 1e3
+
+
+def _read_from(ctx: Context, backend: Backend, persisted: _Persisted, floors: Floors) -> None:
+    place, group = persisted.place, backend.name
+    count = min(READ_TAIL, len(persisted.events))
+    first = len(persisted.events) - count
+    calls = max(READ_CALLS, ctx.options.runs)
+
+    def floor() -> Mapping[str, float]:
+        start = time.perf_counter()
+        parsed = floors.read_tail(count)
+        elapsed = time.perf_counter() - start
+        if parsed != count:
+            raise RuntimeError(f"the read floor parsed {parsed} lines, expected {count}")
+        return {"ms": elapsed * 1e3}
+
+    floor_ms = Stat.of(ctx.measure(f"{group} baseline: read the last {count} lines", floor, runs=calls)["ms"])
+    warm_store = backend.open(place)
+    try:
+        backend.connect(warm_store)
+        warm = ctx.measure(f"{group}: read_from(last {count}), warm store",
+                           lambda: {"ms": _read_once(warm_store, first, count)}, runs=calls)
+    finally:
+        warm_store.close()
+
+    def cold() -> Mapping[str, float]:
+        store = backend.open(place)
+        try:
+            backend.connect(store)
+            return {"ms": _read_once(store, first, count)}
+        finally:
+            store.close()
+
+    fresh = ctx.measure(f"{group}: read_from(last {count}), new store object", cold, runs=calls)
+    ctx.add(Figure("baseline.read_tail_ms", f"{floors.read_label} ({count} lines)", "ms", floor_ms,
+                   group=group, is_baseline=True))
+    target = READ_MS if backend.database else None
+    how = "" if backend.database else "parses the whole file"
+    for key, what, samples in (("read_from.warm_ms", "warm store", warm),
+                               ("read_from.ms", "new store object", fresh)):
+        stat = Stat.of(samples["ms"])
+        label = f"read_from(last {count} of {len(persisted.events):,} events), {what}"
+        ctx.add(Figure(key, label, "ms", stat, group=group, baseline="read floor",
+                       ratio=stat.median / max(floor_ms.median, 1e-9), target=target, note=how))
+
+
 # -- fork --------------------------------------------------------------------------------------
 
 
@@ -435,97 +584,107 @@ def fork_boundary(events: Sequence[Event], turns: int) -> int:
     raise ValueError(f"no turn/end of turn {wanted} in the persisted session")
 
 
-def _fork_once(store: Store, root: Path, boundary: int, child_id: str) -> dict[str, float]:
-    before = directory_bytes(root)
+def _fork_once(backend: Backend, store: Store, place: str, boundary: int, child_id: str) -> dict[str, float]:
+    mark = backend.mark(place)
     start = time.perf_counter()
     live = store.fork(SESSION_ID, boundary, child_id)
     live.close()
     elapsed = time.perf_counter() - start
-    return {"ms": elapsed * 1e3, "bytes": directory_bytes(root) - before}
+    return {"ms": elapsed * 1e3, "bytes": backend.written(place, mark)}
 
 
-def _fork(ctx: Context, backend: Backend, workdir: Path, persisted: _Persisted) -> None:
-    root, group = persisted.root, backend.name
+def _fork(ctx: Context, backend: Backend, persisted: _Persisted, floors: Floors) -> None:
+    place, group = persisted.place, backend.name
     boundary = fork_boundary(persisted.events, ctx.options.turns)
     children: list[str] = []
 
     def cold() -> Mapping[str, float]:
-        store = backend.open(root, True, None)
+        store = backend.open(place)
         children.append(f"fork-cold-{len(children)}")
         try:
-            return _fork_once(store, root, boundary, children[-1])
+            backend.connect(store)
+            return _fork_once(backend, store, place, boundary, children[-1])
         finally:
             store.close()
 
-    cold_samples = ctx.measure(f"{backend.name}: fork at seq {boundary}, new store object", cold)
-    warm_store = backend.open(root, True, None)
+    cold_samples = ctx.measure(f"{group}: fork at seq {boundary}, new store object", cold)
+    warm_store = backend.open(place)
 
     def warm() -> Mapping[str, float]:
         children.append(f"fork-warm-{len(children)}")
-        return _fork_once(warm_store, root, boundary, children[-1])
+        return _fork_once(backend, warm_store, place, boundary, children[-1])
 
     try:
-        warm_samples = ctx.measure(f"{backend.name}: fork at seq {boundary}, warm store", warm)
+        backend.connect(warm_store)
+        warm_samples = ctx.measure(f"{group}: fork at seq {boundary}, warm store", warm)
     finally:
         warm_store.close()
     written = int(statistics.median(cold_samples["bytes"]))
-    floor_dir = workdir / "fork-floor"
 
     def floor() -> Mapping[str, float]:
         start = time.perf_counter()
-        floor_dir.mkdir()
-        fd = os.open(floor_dir / "child", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, b"x" * written)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        dir_fd = os.open(floor_dir, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-        elapsed = time.perf_counter() - start
-        shutil.rmtree(floor_dir)
-        return {"ms": elapsed * 1e3}
+        floors.commit(written)
+        return {"ms": (time.perf_counter() - start) * 1e3}
 
-    floor_ms = Stat.of(ctx.measure(f"{backend.name} baseline: create a file of {written} bytes durably",
-                                   floor)["ms"])
-    ctx.add(Figure("baseline.fork_write_ms", f"new directory + file of {written:,} bytes, fsync both", "ms",
-                   floor_ms, group=group, is_baseline=True))
-    full_copy = _full_copy_bytes(ctx, backend, root, children[0])
+    floor_ms = Stat.of(ctx.measure(f"{group} baseline: {floors.commit_label}", floor)["ms"])
+    label = floors.commit_label.replace("the fork's bytes", f"{written:,} bytes")
+    ctx.add(Figure("baseline.fork_write_ms", label, "ms", floor_ms, group=group, is_baseline=True))
+    full_copy = _full_copy_bytes(ctx, backend, place, children[0])
     for key, what, samples in (("fork.ms", "fork at turn T/2 + persist (new store object)", cold_samples),
                                ("fork.warm_ms", "fork at turn T/2 + persist (store that read the parent)",
                                 warm_samples)):
         stat = Stat.of(samples["ms"])
-        ctx.add(Figure(key, what, "ms", stat, group=group, baseline="create-file floor",
+        ctx.add(Figure(key, what, "ms", stat, group=group, baseline=floors.commit_name,
                        ratio=stat.median / max(floor_ms.median, 1e-9), target=FORK_MS))
     size = Stat.of(cold_samples["bytes"])
-    ctx.add(Figure("fork.bytes", "fork: bytes written (growth of the store directory)", "bytes", size,
-                   group=group, baseline="full copy", target=FORK_BYTES,
-                   ratio=None if not full_copy else size.median / full_copy))
+    ctx.add(Figure("fork.bytes", f"fork: bytes written ({backend.written_label})", "bytes", size,
+                   group=group, baseline="full copy", target=None if backend.database else FORK_BYTES,
+                   ratio=None if not full_copy else size.median / full_copy,
+                   note=backend.written_note))
 
 
-def _full_copy_bytes(ctx: Context, backend: Backend, root: Path, child_id: str) -> int | None:
-    """Bytes a DSH-compatible full copy of the fork's prefix takes (``materialize``), measured once."""
-    store = backend.open(root, True, None)
-    materialize = getattr(store, "materialize", None)
+def _full_copy_bytes(ctx: Context, backend: Backend, place: str, child_id: str) -> int | None:
+    """Bytes a full copy of the fork's prefix takes (``materialize``), measured once."""
+    store = backend.open(place)
     try:
-        if materialize is None:
-            return None
+        backend.connect(store)
+        mark = backend.mark(place)
         start = time.perf_counter()
-        materialize(child_id)
+        store.materialize(child_id)
         elapsed = time.perf_counter() - start
         path = store.locate(SessionHeader(id=child_id, cwd=CWD))
-        if path is None:
-            return None
-        copy = os.path.getsize(path)
+        copy = os.path.getsize(path) if path is not None else backend.written(place, mark)
     finally:
         store.close()
-    ctx.add(Figure("baseline.full_copy_bytes", "a fork's transcript as a full copy (materialize, once)",
+    what = ("a fork's transcript as a full copy" if path is not None
+            else f"a fork's prefix copied into its own rows ({backend.written_label})")
+    ctx.add(Figure("baseline.full_copy_bytes", f"{what} (materialize, once)",
                    "bytes", Stat.of([copy]), group=backend.name, is_baseline=True,
                    note=f"took {elapsed * 1e3:,.0f} ms"))
     return copy
 
 
-SUITE: Final = Suite("store", "record + persist, cold load, fork and bytes on disk per backend", run, child)
+# -- the side-by-side table --------------------------------------------------------------------
+
+
+def _cell(figure: Figure | None, key: str, backend: Backend) -> str:
+    if figure is None:
+        return NOT_APPLICABLE.get(key, "—") if backend.database else "—"
+    text = f"{format_value(figure.stat.median, figure.unit)} {figure.unit}"
+    return text + {None: "", True: " ✓", False: " ✗"}[figure.passed]
+
+
+def _side_by_side(ctx: Context, names: Sequence[str]) -> Comparison:
+    """One row per figure, one column per backend that ran (medians; ✓/✗ against its target)."""
+    found = {(figure.group, figure.key): figure for figure in ctx.result.figures}
+    rows = []
+    for key, label in SIDE_BY_SIDE:
+        cells = tuple(_cell(found.get((name, key)), key, BACKENDS[name]) for name in names)
+        if any(cell != "—" for cell in cells):
+            rows.append((label, cells))
+    return Comparison("backends side by side", f"T = {ctx.options.turns}, medians; ✓/✗ = target met/missed",
+                      tuple(names), tuple(rows))
+
+
+SUITE: Final = Suite("store", "record + persist, cold load, read_from, fork and bytes on disk per backend",
+                     run, child)

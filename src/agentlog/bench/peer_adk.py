@@ -1,0 +1,166 @@
+"""Google ADK in the ``peers`` suite: ``DatabaseSessionService`` on SQLite (aiosqlite).
+
+Events are appended one ``append_event`` each as ADK's runner does: the user's content
+event on step 1, then per step the model's event (text, the function call, usage) and on
+steps 1-3 the function-response event. A load is ``get_session``. ADK has no fork: the
+suite copies the first T/2 turns' events into a new session, as a user would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from agentlog.bench.peer_common import (
+    SESSION_ID,
+    PeerSystem,
+    Step,
+    Turn,
+    conversation,
+    file_bytes,
+    fork_turn,
+    module,
+)
+from agentlog.bench.runner import current_rss, peak_rss
+
+__all__ = ["SYSTEMS", "events_of", "fork", "load", "record"]
+
+DB_FILE: Final = "adk.sqlite"
+APP: Final = "agentlog-bench"
+USER: Final = "user"
+AGENT: Final = "coder"
+
+
+def events_of(step: Step, invocation: str) -> list[Any]:
+    """The ADK events one step appends (user content, model response, function response)."""
+    types = module("google.genai.types")
+    event_class = module("google.adk.events").Event
+    events: list[Any] = []
+    if step.prompt is not None:
+        events.append(event_class(invocation_id=invocation, author=USER, content=types.Content(
+            role="user", parts=[types.Part(text=step.prompt)])))
+    parts = [types.Part(text=step.text)]
+    if step.call is not None:
+        parts.append(types.Part(function_call=types.FunctionCall(
+            id=step.call.id, name=step.call.name, args=json.loads(step.call.arguments))))
+    usage = step.usage
+    events.append(event_class(
+        invocation_id=invocation, author=AGENT, model_version=step.model,
+        content=types.Content(role="model", parts=parts),
+        usage_metadata=types.GenerateContentResponseUsageMetadata(
+            prompt_token_count=usage.get("inputTokens"), candidates_token_count=usage.get("outputTokens"),
+            cached_content_token_count=usage.get("cacheReadTokens")),
+    ))
+    if step.call is not None:
+        events.append(event_class(invocation_id=invocation, author=AGENT, content=types.Content(
+            role="user", parts=[types.Part(function_response=types.FunctionResponse(
+                id=step.call.id, name=step.call.name, response={"result": step.call.result}))])))
+    return events
+
+
+def _service(path: Path) -> Any:
+    return module("google.adk.sessions").DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+
+
+async def _record(path: Path, session_id: str, turns: Sequence[Turn]) -> float:
+    start = time.perf_counter()
+    service = _service(path)
+    try:
+        session = await service.create_session(app_name=APP, user_id=USER, session_id=session_id)
+        for turn in turns:
+            invocation = f"e-{session_id}-{turn[0].turn}"
+            for step in turn:
+                for event in events_of(step, invocation):
+                    await service.append_event(session, event)
+    finally:
+        await service.close()
+    return time.perf_counter() - start
+
+
+def record(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, Any]) -> dict[str, float]:
+    """Record + persist ``turns`` turns: ``create_session``, then one ``append_event`` an event."""
+    plan = conversation(turns)
+    if options.get("warmup"):
+        scratch = workdir / "warmup"
+        scratch.mkdir()
+        asyncio.run(_record(scratch / DB_FILE, "warmup", conversation(1)))
+        shutil.rmtree(scratch)
+    seconds = asyncio.run(_record(workdir / DB_FILE, SESSION_ID, plan))
+    return {"s": seconds, "bytes": file_bytes(workdir),
+            "items": sum(len(events_of(step, "")) for turn in plan for step in turn)}
+
+
+async def _load(path: Path, session_id: str) -> tuple[float, list[Any]]:
+    """A new service, then ``get_session``; the model contents are the events' contents."""
+    start = time.perf_counter()
+    service = _service(path)
+    try:
+        session = await service.get_session(app_name=APP, user_id=USER, session_id=session_id)
+        contents = [event.content for event in session.events]
+    finally:
+        await service.close()
+    return time.perf_counter() - start, contents
+
+
+async def _copy_fork(path: Path, count: int, child_id: str) -> tuple[float, int]:
+    """Read the parent and append copies of its first ``count`` events to a new session."""
+    start = time.perf_counter()
+    service = _service(path)
+    try:
+        parent = await service.get_session(app_name=APP, user_id=USER, session_id=SESSION_ID)
+        child = await service.create_session(app_name=APP, user_id=USER, session_id=child_id,
+                                             state=dict(parent.state))
+        for event in parent.events[:count]:
+            await service.append_event(child, event.model_copy())
+    finally:
+        await service.close()
+    seconds = time.perf_counter() - start
+    _seconds, copied = await _load(path, child_id)
+    return seconds, len(copied)
+
+
+def _warm(workdir: Path, fork: bool) -> None:
+    """Run the phase's code once on a scratch T = 2 database (imports, lazy set-up), discarded."""
+    scratch = workdir / "warmup-child"
+    scratch.mkdir()
+    asyncio.run(_record(scratch / DB_FILE, SESSION_ID, conversation(2)))
+    asyncio.run(_load(scratch / DB_FILE, SESSION_ID))
+    if fork:
+        asyncio.run(_copy_fork(scratch / DB_FILE, 1, "warmup-fork"))
+    shutil.rmtree(scratch)
+
+
+def load(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, Any]) -> dict[str, float]:
+    """Cold ``get_session`` of the recorded session."""
+    if options.get("warmup"):
+        _warm(workdir, fork=False)
+    before = current_rss()
+    seconds, contents = asyncio.run(_load(workdir / DB_FILE, SESSION_ID))
+    return {"load_s": seconds, "rss_before": before, "peak_rss": peak_rss(), "items": len(contents)}
+
+
+def fork(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, Any]) -> dict[str, float]:
+    """Copy the first T/2 turns' events into a new session (ADK has no fork)."""
+    if options.get("warmup"):
+        _warm(workdir, fork=True)
+    prefix = sum(len(events_of(step, "")) for turn in conversation(fork_turn(turns)) for step in turn)
+    size = file_bytes(workdir)
+    seconds, copied = asyncio.run(_copy_fork(workdir / DB_FILE, prefix, f"fork-{options.get('run', 0)}"))
+    if copied != prefix:
+        raise RuntimeError(f"the copied session holds {copied} events, expected {prefix}")
+    return {"fork_s": seconds, "fork_bytes": file_bytes(workdir) - size, "fork_items": copied}
+
+
+SYSTEMS: Final = {
+    "adk-sqlite": PeerSystem(
+        name="adk-sqlite", label="Google ADK, DatabaseSessionService on SQLite (aiosqlite)",
+        stores="messages only (user, model and function-response events with usage); no stream chunks",
+        fork_kind="copy: ADK has no fork", requires=("google.adk", "sqlalchemy", "aiosqlite"),
+        record=record, load=load, fork=fork,
+    ),
+}
