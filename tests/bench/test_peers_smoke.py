@@ -112,12 +112,14 @@ def test_each_system_records_what_it_can_store_of_the_conversation(report: dict[
         assert math.isfinite(record["median"]) and record["median"] > 0
         assert figures(report, group)["size.bytes"]["median"] > 0
     notes = "\n".join(suite(report)["notes"])
-    assert "no stream chunks" in notes and "40 stream chunks a step" in notes
+    assert "40 stream chunks a step" in notes
+    if any(not group.startswith("agentlog") for group in {f["group"] for f in suite(report)["figures"]}):
+        assert "no stream chunks" in notes  # said of every installed peer
 
 
 def test_no_target_is_judged_below_the_size_the_issue_states_them_at(report: dict[str, Any]) -> None:
     assert all(f["ratio_target"] is None for f in suite(report)["figures"])
-    assert "none is judged" in suite(report)["notes"][0]
+    assert any("none is judged" in note for note in suite(report)["notes"])
     assert "### agentlog-jsonl-zstd" in report["_markdown"]
     assert report["_scratch_left"] == []
 
