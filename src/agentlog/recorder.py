@@ -637,31 +637,23 @@ class Step:
 
     def text_delta(self, text: str) -> Event:
         """Log a ``text-delta`` chunk; consecutive text deltas share one text block."""
-        if not self._streaming:
-            self._refuse_chunk("text_delta")
-        if type(text) is not str or not (text.isascii() or _valid_text(text)):
-            _check_text(text, "text delta")  # raises
-        index = self._last_index if self._last_kind == "text" else self._open_block("text", None, None)
-        self._blocks[index][1].append(text)
-        event = self._session.append(ASSISTANT_CHUNK, frozen_dict({
-            "turn": self._turn_number, "step": self._number,
-            "chunk": frozen_dict({"type": "text-delta", "index": index, "text": text}),
-        }))
-        self._chunk_seqs.append(event[1])
-        return event
+        return self._text_chunk(text, "text", "text-delta", "text_delta")
 
     def reasoning_delta(self, text: str) -> Event:
         """Log a ``reasoning-delta`` chunk; consecutive reasoning deltas share one block."""
+        return self._text_chunk(text, "reasoning", "reasoning-delta", "reasoning_delta")
+
+    def _text_chunk(self, text: str, block: str, chunk_type: str, method: str) -> Event:
+        """The hot path of both text-like deltas (one call per streamed chunk)."""
         if not self._streaming:
-            self._refuse_chunk("reasoning_delta")
+            self._refuse_chunk(method)
         if type(text) is not str or not (text.isascii() or _valid_text(text)):
-            _check_text(text, "reasoning delta")  # raises
-        index = (self._last_index if self._last_kind == "reasoning"
-                 else self._open_block("reasoning", None, None))
+            _check_text(text, method.replace("_", " "))  # raises
+        index = self._last_index if self._last_kind == block else self._open_block(block, None, None)
         self._blocks[index][1].append(text)
         event = self._session.append(ASSISTANT_CHUNK, frozen_dict({
             "turn": self._turn_number, "step": self._number,
-            "chunk": frozen_dict({"type": "reasoning-delta", "index": index, "text": text}),
+            "chunk": frozen_dict({"type": chunk_type, "index": index, "text": text}),
         }))
         self._chunk_seqs.append(event[1])
         return event

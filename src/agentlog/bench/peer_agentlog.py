@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from agentlog.bench import workload
-from agentlog.bench.peer_common import SESSION_ID, PeerSystem, file_bytes
-from agentlog.bench.runner import current_rss, peak_rss
+from agentlog.bench.peer_common import SESSION_ID, PeerSystem
+from agentlog.bench.runner import current_rss, directory_bytes, peak_rss
 from agentlog.bench.store import CWD, fork_boundary
 from agentlog.bench.workload import record_workload
 from agentlog.events import TURN_END
@@ -59,7 +59,7 @@ def record(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, 
     root = workdir / "store"
     root.mkdir()
     seconds, events = _persist(_url(system, root), turns)
-    return {"s": seconds, "bytes": file_bytes(root), "items": events, "generation_s": _generation(turns)}
+    return {"s": seconds, "bytes": directory_bytes(root), "items": events, "generation_s": _generation(turns)}
 
 
 def _generation(turns: int) -> float:
@@ -117,7 +117,7 @@ def fork(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, An
     root = workdir / "store"
     _seconds, session = _load(_url(system, root))
     boundary = fork_boundary(session.events, turns)
-    size = file_bytes(root)
+    size = directory_bytes(root)
     store = open_store(_url(system, root))
     try:
         start = time.perf_counter()
@@ -129,7 +129,7 @@ def fork(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, An
     seeded = live.session.events
     if len(seeded) <= boundary or seeded[boundary].type != TURN_END:
         raise RuntimeError(f"the fork does not hold the prefix [0, {boundary}]")
-    return {"fork_s": seconds, "fork_bytes": file_bytes(root) - size, "fork_items": boundary + 1}
+    return {"fork_s": seconds, "fork_bytes": directory_bytes(root) - size, "fork_items": boundary + 1}
 
 
 def _system(variant: str, label: str) -> PeerSystem:

@@ -8,7 +8,6 @@ keeps the stream chunks, the request header and the turn/step markers.
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,6 @@ __all__ = [
     "Phase",
     "PeerSystem",
     "conversation",
-    "file_bytes",
     "module",
     "fork_turn",
     "items_per_turn",
@@ -154,15 +152,3 @@ class PeerSystem:
 def module(name: str) -> Any:
     """Import a peer's module by name (peers are optional: nothing imports them at load time)."""
     return importlib.import_module(name)
-
-
-def file_bytes(root: str | os.PathLike[str]) -> int:
-    """Total size of the regular files under ``root``."""
-    total = 0
-    for directory, _dirs, files in os.walk(root):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(directory, name)).st_size
-            except FileNotFoundError:
-                continue
-    return total

@@ -28,12 +28,11 @@ from agentlog.bench.peer_common import (
     Step,
     Turn,
     conversation,
-    file_bytes,
     fork_turn,
     items_per_turn,
     module,
 )
-from agentlog.bench.runner import current_rss, peak_rss
+from agentlog.bench.runner import current_rss, directory_bytes, peak_rss
 
 __all__ = ["CHECKPOINTS_PER_TURN", "SYSTEMS", "fork", "load", "messages_of", "record"]
 
@@ -144,7 +143,7 @@ def _bytes(system: PeerSystem, workdir: Path, options: Mapping[str, Any]) -> int
     if system.postgres:
         with _saver(system, workdir, options) as saver:
             return _postgres_bytes(saver)
-    return file_bytes(workdir)
+    return directory_bytes(workdir)
 
 
 def record(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, Any]) -> dict[str, float]:

@@ -21,11 +21,10 @@ from agentlog.bench.peer_common import (
     Step,
     Turn,
     conversation,
-    file_bytes,
     fork_turn,
     module,
 )
-from agentlog.bench.runner import current_rss, peak_rss
+from agentlog.bench.runner import current_rss, directory_bytes, peak_rss
 
 __all__ = ["SYSTEMS", "fork", "items_of", "load", "record"]
 
@@ -73,7 +72,7 @@ def record(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, 
         asyncio.run(_record(scratch / DB_FILE, "warmup", conversation(1)))
         shutil.rmtree(scratch)
     seconds = asyncio.run(_record(workdir / DB_FILE, SESSION_ID, plan))
-    return {"s": seconds, "bytes": file_bytes(workdir),
+    return {"s": seconds, "bytes": directory_bytes(workdir),
             "items": sum(len(items_of(step)) for turn in plan for step in turn)}
 
 
@@ -128,11 +127,11 @@ def fork(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, An
     if options.get("warmup"):
         _warm(workdir, fork=True)
     prefix = sum(len(items_of(step)) for turn in conversation(fork_turn(turns)) for step in turn)
-    size = file_bytes(workdir)
+    size = directory_bytes(workdir)
     seconds, copied = asyncio.run(_copy_fork(workdir / DB_FILE, prefix, f"fork-{options.get('run', 0)}"))
     if copied != prefix:
         raise RuntimeError(f"the copied session holds {copied} items, expected {prefix}")
-    return {"fork_s": seconds, "fork_bytes": file_bytes(workdir) - size, "fork_items": copied}
+    return {"fork_s": seconds, "fork_bytes": directory_bytes(workdir) - size, "fork_items": copied}
 
 
 SYSTEMS: Final = {
