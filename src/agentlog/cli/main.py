@@ -128,7 +128,7 @@ def list_sessions(state: _State, as_json: bool) -> None:
         return
     table = Table()
     for column in ("id", "created", "cwd", "parent"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # ids are copied from here: never elide them
     for header in headers:
         table.add_row(header.id, _iso(header.created_at), header.cwd or "", header.parent_session or "")
     console.print(table)
