@@ -24,6 +24,7 @@ from agentlog.bench.peer_common import (
     conversation,
     fork_turn,
     module,
+    warm_async_peer,
 )
 from agentlog.bench.runner import current_rss, directory_bytes, peak_rss
 
@@ -124,14 +125,7 @@ async def _copy_fork(path: Path, count: int, child_id: str) -> tuple[float, int]
 
 
 def _warm(workdir: Path, fork: bool) -> None:
-    """Run the phase's code once on a scratch T = 2 database (imports, lazy set-up), discarded."""
-    scratch = workdir / "warmup-child"
-    scratch.mkdir()
-    asyncio.run(_record(scratch / DB_FILE, SESSION_ID, conversation(2)))
-    asyncio.run(_load(scratch / DB_FILE, SESSION_ID))
-    if fork:
-        asyncio.run(_copy_fork(scratch / DB_FILE, 1, "warmup-fork"))
-    shutil.rmtree(scratch)
+    warm_async_peer(lambda root: root / DB_FILE, _record, _load, _copy_fork, workdir, fork=fork)
 
 
 def load(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, Any]) -> dict[str, float]:

@@ -7,8 +7,10 @@ keeps the stream chunks, the request header and the turn/step markers.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+import shutil
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -18,6 +20,7 @@ from agentlog.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_END, USER_MESSA
 from agentlog.jsonvalue import thaw
 
 __all__ = [
+    "warm_async_peer",
     "SESSION_ID",
     "ToolCall",
     "Step",
@@ -152,3 +155,22 @@ class PeerSystem:
 def module(name: str) -> Any:
     """Import a peer's module by name (peers are optional: nothing imports them at load time)."""
     return importlib.import_module(name)
+
+
+def warm_async_peer(
+    db_path: Callable[[Path], Path],
+    record: Callable[[Path, str, Any], Coroutine[Any, Any, Any]],
+    load: Callable[[Path, str], Coroutine[Any, Any, Any]],
+    copy_fork: Callable[[Path, int, str], Coroutine[Any, Any, Any]],
+    workdir: Path,
+    *,
+    fork: bool,
+) -> None:
+    """Run an async peer's phase code once on a scratch T = 2 database (imports, lazy set-up), discarded."""
+    scratch = workdir / "warmup-child"
+    scratch.mkdir()
+    asyncio.run(record(db_path(scratch), SESSION_ID, conversation(2)))
+    asyncio.run(load(db_path(scratch), SESSION_ID))
+    if fork:
+        asyncio.run(copy_fork(db_path(scratch), 1, "warmup-fork"))
+    shutil.rmtree(scratch)
