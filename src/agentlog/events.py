@@ -43,6 +43,8 @@ REQUEST_HEADER: Final = "request/header"
 REQUEST_CONTEXT: Final = "request/context"
 END_SEED: Final = "session/end-seed"
 LEGACY_HEADER_DELTA: Final = "request/header-delta"
+LEGACY_STEERING: Final = "steering/message"
+"""A pre-react-loop surface event, readable only from storage (``agentlog.legacy`` upgrades it)."""
 
 CORE_EVENT_TYPES: Final = frozenset({
     TURN_START, TURN_END, STEP_START, STEP_END, USER_MESSAGE, ASSISTANT_CHUNK,
@@ -184,11 +186,14 @@ class Event(tuple):  # type: ignore[type-arg]
 
         check_envelope(wire)
         data = freeze(wire["data"], root="data")
+        kind = wire["type"]
+        has_op, has_seqs = "surfaceOp" in wire, "sourceEventSeqs" in wire
         op, seqs = parse_markers(
-            wire["type"], wire["seq"], wire.get("surfaceOp"), wire.get("sourceEventSeqs"),
-            has_op="surfaceOp" in wire, has_seqs="sourceEventSeqs" in wire,
+            # A stored steering/message carries user/message markers: it is upgraded into one on load.
+            USER_MESSAGE if kind == LEGACY_STEERING and (has_op or has_seqs) else kind,
+            wire["seq"], wire.get("surfaceOp"), wire.get("sourceEventSeqs"), has_op=has_op, has_seqs=has_seqs,
         )
-        return make_event(wire["type"], wire["seq"], wire["time"], data, op, seqs,
+        return make_event(kind, wire["seq"], wire["time"], data, op, seqs,
                           wire.get("ignorable", False), wire_op_first(wire))
 
 

@@ -26,7 +26,7 @@ from agentlog.events import (
     TURN_START,
     Event,
 )
-from agentlog.jsonvalue import dumps
+from agentlog.jsonvalue import FrozenDict, dumps
 from agentlog.repair import TOOL_NOT_STARTED
 
 if TYPE_CHECKING:
@@ -195,6 +195,10 @@ _RULES: Final[dict[str, Callable[[Trace, Event, Transition], Transition]]] = {
 }
 
 
+_IN_STEP: Final = frozenset({ASSISTANT_CHUNK, ASSISTANT_MESSAGE})
+"""Types whose only rule is naming the open turn and step (``InvariantChecker``'s fast path)."""
+
+
 def _require_open_step(trace: Trace, event: Event) -> None:
     """A step-scoped event must name the open turn and the open step (I4, I5)."""
     turn, step = _get(event.data, "turn"), _get(event.data, "step")
@@ -247,24 +251,35 @@ class InvariantChecker:
     session veto a candidate without the trace moving (spec I1).
     """
 
-    __slots__ = ("_staged", "trace")
+    __slots__ = ("_staged", "_transition", "trace")
 
     def __init__(self) -> None:
         self.trace = Trace()
-        self._staged: tuple[Event, Transition] | None = None
+        self._staged: Event | None = None
+        self._transition: Transition | None = None  # None with an event staged: only last_seq moves
 
     def validate(self, event: Event) -> None:
         """Check a candidate event (raising ``InvariantError``) and stage its transition."""
-        self._staged = (event, plan_transition(self.trace, event))
+        trace = self.trace
+        if event[0] in _IN_STEP and event[1] > trace.last_seq and trace.open_step is not None:
+            # The common case (stream chunks, messages of the open step) changes nothing but the seq.
+            data = event[3]
+            if data.__class__ is FrozenDict and _is(data.get("turn"), trace.open_turn) and (
+                _is(data.get("step"), trace.open_step)
+            ):
+                self._staged, self._transition = event, None
+                return
+        self._staged, self._transition = event, plan_transition(trace, event)
 
     def commit(self, event: Event) -> None:
         """Advance past a committed event, reusing its validation when it was the last one staged."""
-        staged = self._staged
-        self._staged = None
-        if staged is not None and staged[0] is event:
-            transition = staged[1]
+        if self._staged is event:
+            self._staged, transition = None, self._transition
+            if transition is None:
+                self.trace.last_seq = event[1]
+                return
         else:
-            transition = plan_transition(self.trace, event)
+            self._staged, transition = None, plan_transition(self.trace, event)
         apply_transition(self.trace, transition)
 
     def feed(self, event: Event) -> None:

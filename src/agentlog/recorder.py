@@ -53,6 +53,8 @@ USER_SOURCE: Final = frozen_dict({"kind": "user"})
 _OUTCOME_UNKNOWN_ERROR: Final = frozen_dict({"name": "ToolOutcomeUnknownError", "code": TOOL_OUTCOME_UNKNOWN})
 _NOT_STARTED_ERROR: Final = frozen_dict({"name": "ToolNotStartedError", "code": TOOL_NOT_STARTED})
 _TODO_STATUSES: Final = frozenset({"pending", "in_progress", "completed"})
+_new_dict = dict.__new__
+_fill = dict.update
 _DELTA_KINDS: Final = {"text-delta": "text", "reasoning-delta": "reasoning", "tool-call-delta": "tool-call"}
 _NEW, _OPEN, _CLOSED = 0, 1, 2
 
@@ -232,14 +234,14 @@ class Recorder:
     def _next_turn_number(self) -> int:
         """Scan new events (O(new)) for turn boundaries; refuse when the log has a turn open."""
         events = self.session.events
-        for index in range(self._scanned, len(events)):
-            event = events[index]
-            if event.type == TURN_START:
+        for event in events[self._scanned :]:
+            kind = event.type
+            if kind == TURN_START:
                 turn = event.data.get("turn") if isinstance(event.data, dict) else None
                 if type(turn) is int:
                     self._last_turn = turn
                 self._open_in_log = True
-            elif event.type == TURN_END:
+            elif kind == TURN_END:
                 self._open_in_log = False
         self._scanned = len(events)
         if self._open_in_log:
@@ -651,10 +653,11 @@ class Step:
             _check_text(text, method.replace("_", " "))  # raises
         index = self._last_index if self._last_kind == block else self._open_block(block, None, None)
         self._blocks[index][1].append(text)
-        event = self._session.append(ASSISTANT_CHUNK, frozen_dict({
-            "turn": self._turn_number, "step": self._number,
-            "chunk": frozen_dict({"type": chunk_type, "index": index, "text": text}),
-        }))
+        chunk = _new_dict(FrozenDict)  # frozen_dict, inlined: one delta per streamed token
+        _fill(chunk, type=chunk_type, index=index, text=text)
+        data = _new_dict(FrozenDict)
+        _fill(data, turn=self._turn_number, step=self._number, chunk=chunk)
+        event = self._session.append(ASSISTANT_CHUNK, data)
         self._chunk_seqs.append(event[1])
         return event
 

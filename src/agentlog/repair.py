@@ -134,8 +134,8 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[Event]:
     only read.
     """
     tail = _Tail()
-    for event in events:
-        tail.feed(event)
+    for index in range(_last_turn_boundary(events), len(events)):
+        tail.feed(events[index])
     if not tail.turn_open or not events:
         return []
     last = events[-1]
@@ -149,6 +149,18 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[Event]:
         seq += 1
     closers.append(make_event(TURN_END, seq, time, freeze({"turn": turn, "reason": _INTERRUPTED})))
     return closers
+
+
+def _last_turn_boundary(events: Sequence[Event]) -> int:
+    """Index of the last ``turn/start`` or ``turn/end`` (0 if none): both reset the scan's state,
+    so scanning from there is the same as scanning the whole log, and O(1) for a balanced one."""
+    for index in range(len(events) - 1, -1, -1):
+        if events[index].type in _TURN_BOUNDARIES:
+            return index
+    return 0
+
+
+_TURN_BOUNDARIES: Final = frozenset({TURN_START, TURN_END})
 
 
 def _synthetic_result(seq: int, time: int, turn: Any, call_id: str, call: _PendingCall) -> Event:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any, Final, overload
 
 from agentlog.bulk import gc_paused
 from agentlog.errors import (
@@ -105,8 +106,9 @@ class Session:
         self._manager = SurfaceManager(self._log.__getitem__)
         self._surface = Surface(self._manager)
         self._first_live_seq = 0
-        self._observers: list[Observer] = []
-        self._validators: list[Validator] = []
+        # Tuples, replaced on (un)subscribe, so publishing iterates them without a copy.
+        self._observers: tuple[Observer, ...] = ()
+        self._validators: tuple[Validator, ...] = ()
         self._publishing = False
         self._derived: list[Message] = []
         self._derived_nodes = 0
@@ -179,10 +181,13 @@ class Session:
         session = cls(header, source._clock)
         log = session._log
         log.extend(source._log[:length])
-        manager = session._manager
-        for seq in source._manager.surface_seqs:
-            if seq >= length:
-                break
+        manager, surface = session._manager, source._manager.surface_seqs
+        stop = bisect_left(surface, length)
+        first_replace = source._manager.first_replace_seq
+        appended = stop if first_replace is None else min(stop, bisect_left(surface, first_replace))
+        manager.nodes.extend(surface[:appended])  # before any replacement, the surface only grew
+        manager.surface_seqs.extend(surface[:appended])
+        for seq in surface[appended:stop]:
             event = log[seq]
             manager.next_seq = seq
             if event[4] == "append" and event[4].__class__ is str:
@@ -210,6 +215,12 @@ class Session:
         log = self._log
         manager = self._manager
         for index, entry in enumerate(seed, len(log)):
+            if entry.__class__ is Event and entry[4] is None and entry[1] == index and (
+                entry[0] not in _SHAPED_TYPES
+            ):  # the bulk of a log (chunks, steps): nothing to check but its place
+                manager.next_seq = index + 1
+                log.append(entry)
+                continue
             try:
                 event = entry if type(entry) is Event else _event_from_seed(entry, index)
                 _check_seed_shapes(event, index)
@@ -316,13 +327,21 @@ class Session:
 
     def subscribe(self, observer: Observer) -> Callable[[], None]:
         """Call ``observer(event)`` after every committed append; returns an unsubscribe."""
-        self._observers.append(observer)
-        return _remover(self._observers, observer)
+        self._observers = (*self._observers, observer)
+
+        def unsubscribe() -> None:
+            self._observers = _without(self._observers, observer)
+
+        return unsubscribe
 
     def add_validator(self, validator: Validator) -> Callable[[], None]:
         """Call ``validator(candidate)`` before each commit; raising vetoes the append."""
-        self._validators.append(validator)
-        return _remover(self._validators, validator)
+        self._validators = (*self._validators, validator)
+
+        def remove() -> None:
+            self._validators = _without(self._validators, validator)
+
+        return remove
 
     # -- appending ---------------------------------------------------------------------
 
@@ -396,7 +415,7 @@ class Session:
         self._publishing = True
         try:
             if self._validators:
-                for validator in tuple(self._validators):
+                for validator in self._validators:
                     try:
                         validator(event)
                     except AgentlogError as exc:
@@ -407,7 +426,7 @@ class Session:
             else:
                 self._manager.commit(event)
             self._log.append(event)
-            for observer in tuple(self._observers):
+            for observer in self._observers:
                 try:
                     result = observer(event)
                 except Exception as exc:
@@ -448,14 +467,12 @@ def _contain_async(session_id: str, awaitable: Any) -> None:
     task.add_done_callback(done)
 
 
-def _remover(items: list[Any], item: Any) -> Callable[[], None]:
-    def remove() -> None:
-        for index, current in enumerate(items):
-            if current is item:
-                del items[index]
-                return
-
-    return remove
+def _without(items: tuple[Any, ...], item: Any) -> tuple[Any, ...]:
+    """``items`` without the first entry that is ``item`` (unchanged if there is none)."""
+    for index, current in enumerate(items):
+        if current is item:
+            return items[:index] + items[index + 1 :]
+    return items
 
 
 def _resolve_header(session_id: str, header: SessionHeader | dict[str, Any] | None) -> SessionHeader:
@@ -507,6 +524,10 @@ def _entry_type(entry: Any) -> str | None:
         entry.get("type") if isinstance(entry, dict) else None
     )
     return kind if type(kind) is str else None
+
+
+_SHAPED_TYPES: Final = SURFACE_TYPES | {REQUEST_HEADER}
+"""Types whose stored data ``_check_seed_shapes`` checks (all other log-only events pass as they are)."""
 
 
 def _check_seed_shapes(event: Event, index: int) -> None:

@@ -208,16 +208,19 @@ class SurfaceManager:
 
     ``event_at(seq)`` returns the logged event with that absolute seq (for the tool-result
     rewrite rule). ``base_seq`` lets a manager fold a window that starts mid-log.
-    ``surface_seqs`` lists every committed surface event in log order (an index for refolds).
+    ``surface_seqs`` lists every committed surface event in log order (an index for refolds);
+    ``first_replace_seq`` is the seq of the first committed replacement (None before any):
+    up to it, the surface is exactly ``surface_seqs``.
     """
 
-    __slots__ = ("_event_at", "_pending", "base_seq", "next_seq", "nodes", "replace_generation",
-                 "surface_seqs")
+    __slots__ = ("_event_at", "_pending", "base_seq", "first_replace_seq", "next_seq", "nodes",
+                 "replace_generation", "surface_seqs")
 
     def __init__(self, event_at: Callable[[int], Event], base_seq: int = 0) -> None:
         self.surface_seqs: list[int] = []
         self.nodes: list[int] = []
         self.replace_generation = 0
+        self.first_replace_seq: int | None = None
         self.base_seq = base_seq
         self.next_seq = base_seq
         self._event_at = event_at
@@ -247,6 +250,8 @@ class SurfaceManager:
             return
         self.nodes[plan.start_index : plan.end_index + 1] = [event.seq]
         self.replace_generation += 1
+        if self.first_replace_seq is None:
+            self.first_replace_seq = event.seq
 
     def skip(self, event: Event) -> None:
         """Advance past a log-only event (it must still be the next seq)."""

@@ -98,8 +98,9 @@ def turn_end_seq(events: Sequence[Event], turn: int) -> int:
 class CopyForkStore(JsonlStore):
     """A JsonlStore whose forks copy their prefix, as DSH's do: the baseline for forks by reference."""
 
-    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State) -> None:
-        Store._write_fork_prefix(self, header, prefix, state)
+    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
+                           suffix: Sequence[Event] = ()) -> None:
+        Store._write_fork_prefix(self, header, prefix, state, suffix)
 
 
 # -- roots and discovery -----------------------------------------------------------------------

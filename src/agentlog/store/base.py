@@ -32,7 +32,6 @@ from agentlog.errors import (
     UsageError,
 )
 from agentlog.events import (
-    KNOWN_EVENT_TYPES,
     LEGACY_HEADER_DELTA,
     REQUEST_HEADER,
     TURN_END,
@@ -41,6 +40,7 @@ from agentlog.events import (
     is_safe_int,
 )
 from agentlog.header import SessionHeader
+from agentlog.legacy import STORED_EVENT_TYPES, needs_prefix, upgrade_legacy
 from agentlog.repair import interrupted_turn_closers
 from agentlog.session import EventsView, Session
 
@@ -98,7 +98,7 @@ class StoredLog:
     """
 
     header: SessionHeader
-    events: list[Event]
+    events: Sequence[Event]
     revision: str
     torn: Any = None
     recovered: list[Event] = field(default_factory=list)
@@ -329,6 +329,7 @@ class Store(ABC):
             for event in events:
                 _refuse_retired(event, session_id)
                 _refuse_unknown(event, session_id)
+            events = upgrade_legacy(session_id, events)  # in memory only: the stored log stays as written
             session = Session._unsealed(session_id, events, stored.header)
         except SessionFormatUnsupportedError:
             raise
@@ -347,7 +348,11 @@ class Store(ABC):
         stored = self._load_stored_from(session_id, from_seq)
         if stored is None:
             raise SessionNotFoundError("session not found", session_id=session_id)
-        return Inspection(stored.header, tuple(stored.events))
+        events = stored.events
+        if from_seq and needs_prefix(events):  # a legacy replacement inherits an earlier message's id
+            whole = self._load_stored(session_id)
+            events = events if whole is None else upgrade_legacy(session_id, whole.events)[from_seq:]
+        return Inspection(stored.header, tuple(upgrade_legacy(session_id, events)))
 
     def list(self) -> list[SessionHeader]:
         """Headers of every materialized session (no event is read)."""
@@ -428,17 +433,25 @@ class Store(ABC):
         try:
             session = Session._fork_of(source, length, header)
             state = self._states[header.id]
-            self._write_fork_prefix(header, prefix, state)
+            self._write_fork_prefix(header, prefix, state, session.events[length:])
             return LiveSession(self, session, state, lock)
         except BaseException:
             lock.release()
             self._states.pop(header.id, None)
             raise
 
-    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State) -> None:
-        """Persist a fork child's seed; backends that share prefixes override this (O(1))."""
+    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
+                           suffix: Sequence[Event] = ()) -> None:
+        """Persist a fork child's seed; backends that share prefixes override this (O(1)).
+
+        ``suffix`` (the child's own first events: its end-seed marker) may be written in the
+        same step, advancing ``state.cursor`` past it; otherwise write-behind writes it.
+        Each is its own batch, as a by-reference fork's file holds them.
+        """
         if prefix:
             self._write(state, prefix)
+            if suffix:
+                self._write(state, suffix)
 
     def materialize(self, session_id: str) -> None:
         """Turn a fork that references its parent's prefix into a full copy (no-op if it is one)."""
@@ -563,7 +576,7 @@ def _refuse_retired(event: Event, session_id: str) -> None:
 
 
 def _refuse_unknown(event: Event, session_id: str) -> None:
-    if event.type not in KNOWN_EVENT_TYPES and not event.ignorable:
+    if event.type not in STORED_EVENT_TYPES and not event.ignorable:
         raise SessionFormatUnsupportedError(
             f"event type {event.type!r} at seq {event.seq} is not marked ignorable; "
             "it was likely written by a newer agentlog or DSH",

@@ -15,8 +15,9 @@ from typing import Any, Final, NoReturn, TypeAlias
 import orjson
 
 from agentlog.errors import InvalidEventError, SessionCorruptionError
-from agentlog.events import ASSISTANT_CHUNK, Event, make_event
-from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, loads
+from agentlog.events import ASSISTANT_CHUNK, Event
+from agentlog.jsonvalue import MAX_SAFE_INTEGER, loads
+from agentlog.packed import ChunkRun
 
 __all__ = [
     "MIN_RUN",
@@ -29,6 +30,7 @@ __all__ = [
     "StorageRecord",
     "decode_line",
     "decode_row",
+    "decode_row_run",
     "decode_storage_record",
     "encode_batch",
     "encode_records",
@@ -302,7 +304,14 @@ def decode_line(raw: bytes | bytearray | memoryview | str) -> list[Event]:
     return decode_storage_record(value)
 
 
-def decode_row(  # noqa: C901 - one flat list of checks, in the spec's order
+def decode_row(
+    tag: str, seq0: Any, time0: Any, data: Any, *, min_members: int = 1, max_members: int | None = None,
+) -> list[Event]:
+    """Validate a packed row given as parts and expand it into its events (see ``decode_row_run``)."""
+    return decode_row_run(tag, seq0, time0, data, min_members=min_members, max_members=max_members).events()
+
+
+def decode_row_run(  # noqa: C901 - one flat list of checks, in the spec's order
     tag: str,
     seq0: Any,
     time0: Any,
@@ -310,8 +319,8 @@ def decode_row(  # noqa: C901 - one flat list of checks, in the spec's order
     *,
     min_members: int = 1,
     max_members: int | None = None,
-) -> list[Event]:
-    """Validate a packed row given as parts and expand it into its events.
+) -> ChunkRun:
+    """Validate a packed row given as parts; its events stay packed until read.
 
     The parts are the row's tag, ``seq0``, ``time0`` and ``data`` object (a JSONL line's
     fields, or a SQLite row's columns). ``min_members``/``max_members`` tighten the member
@@ -367,44 +376,7 @@ def decode_row(  # noqa: C901 - one flat list of checks, in the spec's order
     if count > 1 and (min(times) < -_MAX or max(times) > _MAX):
         _malformed(tag, "member times must stay safe integers", seq0)
     if tag == TOOL_CALL_ROW:
-        return _expand_calls(seq0, times, turn, step, index, call_id, named, name, payload)
-    return _expand_texts(seq0, times, turn, step, index,
-                         _TEXT_DELTA if tag == TEXT_ROW else _REASONING_DELTA, payload)
-
-
-# The expanders build events directly (``make_event``, with ``frozen_dict`` inlined): the row
-# was validated as a whole, so every member is already valid, frozen-safe JSON.
-_new_dict = dict.__new__
-_fill = dict.update
-
-
-def _expand_texts(
-    seq0: int, times: list[int], turn: Any, step: Any, index: Any, kind: str, texts: Sequence[str]
-) -> list[Event]:
-    out: list[Event] = []
-    append = out.append
-    for seq, time, text in zip(range(seq0, seq0 + len(texts)), times, texts, strict=False):
-        chunk = _new_dict(FrozenDict)
-        _fill(chunk, type=kind, index=index, text=text)
-        body = _new_dict(FrozenDict)
-        _fill(body, turn=turn, step=step, chunk=chunk)
-        append(make_event(ASSISTANT_CHUNK, seq, time, body))
-    return out
-
-
-def _expand_calls(
-    seq0: int, times: list[int], turn: Any, step: Any, index: Any,
-    call_id: str, named: bool, name: Any, args: Sequence[str],
-) -> list[Event]:
-    out: list[Event] = []
-    append = out.append
-    for seq, time, part in zip(range(seq0, seq0 + len(args)), times, args, strict=False):
-        chunk = _new_dict(FrozenDict)
-        if named:
-            _fill(chunk, type=_TOOL_CALL_DELTA, index=index, id=call_id, name=name, argumentsDelta=part)
-        else:
-            _fill(chunk, type=_TOOL_CALL_DELTA, index=index, id=call_id, argumentsDelta=part)
-        body = _new_dict(FrozenDict)
-        _fill(body, turn=turn, step=step, chunk=chunk)
-        append(make_event(ASSISTANT_CHUNK, seq, time, body))
-    return out
+        parts = (times, turn, step, index, _TOOL_CALL_DELTA, payload, call_id, named, name)
+        return ChunkRun(seq0, count, parts)
+    delta = _TEXT_DELTA if tag == TEXT_ROW else _REASONING_DELTA
+    return ChunkRun(seq0, count, (times, turn, step, index, delta, payload, None, False, None))

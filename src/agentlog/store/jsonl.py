@@ -330,9 +330,9 @@ class JsonlStore(Store):
         transcript = self._read_transcript(session_id)
         if transcript is None:
             return None
-        events = list(transcript.events)
+        events: Sequence[Event] = transcript.events  # immutable: shared, not copied
         if _is_shared(transcript.stored_header):
-            events = self._shared_prefix(transcript) + events
+            events = [*self._shared_prefix(transcript), *events]
         torn = transcript.torn
         return StoredLog(_public_header(transcript.stored_header), events, transcript.revision, torn,
                          list(torn.recovered) if torn is not None else [])
@@ -575,8 +575,10 @@ class JsonlStore(Store):
 
     # -- forks by reference ------------------------------------------------------------------------
 
-    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State) -> None:
-        """Publish the child as a header that references its parent's prefix: O(1) bytes and time.
+    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
+                           suffix: Sequence[Event] = ()) -> None:
+        """Publish the child as a header that references its parent's prefix, followed by its own
+        first events (``suffix``, the end-seed marker): O(1) bytes and time, one file publish.
 
         A marker in the parent's ``forks/`` directory is made durable first, so a parent can
         never be deleted while a child that needs it exists.
@@ -587,7 +589,7 @@ class JsonlStore(Store):
         if parent_id is None:
             raise UsageError("a fork by reference needs a parent session", session_id=header.id)
         shared = _with_extra(header, {SHARED_PREFIX_KEY: True})
-        content = self._encode_header(shared)
+        content = self._encode_header(shared) + (self._encode(suffix) if suffix else b"")
         with self._reference_guard(parent_id, exclusive=False):
             parent_path = self._find(parent_id)
             if parent_path is None:
@@ -601,7 +603,7 @@ class JsonlStore(Store):
                 self._remove_marker(marker)
                 raise
         state.materialized = True
-        state.cursor = len(prefix)
+        state.cursor = len(prefix) + len(suffix)
 
     @contextlib.contextmanager
     def _reference_guard(self, session_id: str, *, exclusive: bool) -> Iterator[None]:

@@ -17,9 +17,10 @@ from typing import Any, Final
 import zstandard
 
 from agentlog.errors import AgentlogError, SessionCorruptionError, SessionFormatUnsupportedError
-from agentlog.events import KNOWN_EVENT_TYPES, TURN_END, Event
+from agentlog.events import TURN_END, Event
 from agentlog.header import SessionHeader
 from agentlog.jsonvalue import loads
+from agentlog.legacy import STORED_EVENT_TYPES
 from agentlog.store import codec
 from agentlog.store.jsonl_header import (
     SHARED_PREFIX_KEY,
@@ -263,7 +264,7 @@ def _corruption_of(issue: _Issue, path: str) -> SessionCorruptionError:
 
 def _check_vocabulary(events: Iterable[Event], path: str) -> None:
     """Refuse an unknown event type that is not marked ignorable (written by a newer build)."""
-    known = KNOWN_EVENT_TYPES
+    known = STORED_EVENT_TYPES  # DSH's vocabulary plus legacy types upgraded on load
     for event in events:
         if event[0] not in known and not event[6]:
             raise SessionFormatUnsupportedError(

@@ -388,7 +388,8 @@ class PostgresStore(Store):
             conn.execute(self._sql.set_cursor, (cursor + len(events), sid))
             conn.execute(_NOTIFY, (self.channel(sid), str(cursor + len(events))))
 
-    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State) -> None:
+    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
+                           suffix: Sequence[Event] = ()) -> None:
         """Materialize the child as a reference to its parent's first ``len(prefix)`` events: O(1)."""
         if not prefix:
             return
@@ -451,7 +452,7 @@ class PostgresStore(Store):
         stored = self._load_stored_from(session_id, from_seq)
         if stored is None:
             raise SessionNotFoundError("session not found", session_id=session_id)
-        return stored.events
+        return list(stored.events)
 
     def _check_from(self, session_id: str, from_seq: int) -> None:
         self._check_open()

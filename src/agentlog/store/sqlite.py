@@ -70,9 +70,10 @@ from agentlog.errors import (
     StoreError,
     UsageError,
 )
-from agentlog.events import KNOWN_EVENT_TYPES, TURN_END, Event, surface_op_to_wire
+from agentlog.events import TURN_END, Event, surface_op_to_wire
 from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.jsonvalue import MAX_SAFE_INTEGER, dumps, loads
+from agentlog.legacy import STORED_EVENT_TYPES
 from agentlog.store.base import (
     DEFAULT_WRITE_DELAY_MS,
     Snapshot,
@@ -605,7 +606,7 @@ def _normalized(sql: object) -> object:
 def _refuse_unknown(events: Sequence[Event], session_id: str) -> None:
     """Seek reads check the vocabulary of the returned suffix only (§1.9)."""
     for event in events:
-        if event[0] not in KNOWN_EVENT_TYPES and not event[6]:
+        if event[0] not in STORED_EVENT_TYPES and not event[6]:
             raise SessionFormatUnsupportedError(
                 f"event type {event[0]!r} at seq {event[1]} is not marked ignorable; "
                 "it was likely written by a newer agentlog or DSH",
@@ -1115,7 +1116,8 @@ class SqliteStore(Store):
             conn.executemany(_INSERT_ROW, [(info.key, *row) for row in rows])
             conn.execute(_BUMP_REVISION, (info.key,))
 
-    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State) -> None:
+    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
+                           suffix: Sequence[Event] = ()) -> None:
         """Materialize the child as a reference to its parent's prefix: one row, whatever the length."""
         if not prefix:
             return

@@ -1,0 +1,99 @@
+"""Packed chunk runs: a stored row of ``assistant/chunk`` deltas kept compact until read.
+
+A cold load validates each packed row as a whole and puts one ``ChunkRun`` in every log slot
+the row covers, instead of building one event (and two frozen dicts) per streamed token.
+Surface folds, repair and message derivation never read chunk payloads, so a session can be
+restored, resumed and projected without expanding its rows; ``Session.events`` expands a run
+the first time one of its events is read, and always returns the same ``Event`` objects.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any, ClassVar, Final, TypeAlias
+
+from agentlog.events import ASSISTANT_CHUNK, Event, make_event
+from agentlog.jsonvalue import FrozenDict
+
+__all__ = ["ChunkRun", "LogEntry", "resolve_entries"]
+
+LogEntry: TypeAlias = "Event | ChunkRun"
+"""A slot of a session's log: an event, or the packed run that holds the event of that seq."""
+
+_TOOL_CALL_DELTA: Final = "tool-call-delta"
+_expand_lock = threading.Lock()
+_new_dict = dict.__new__
+_fill = dict.update
+
+
+class ChunkRun:
+    """The validated members of one packed row: ``count`` chunk events from ``seq0``.
+
+    Built only by the storage codec after it checked the row, so expanding never fails.
+    ``type`` is the type of every member, readable without expanding (log scans use it).
+    """
+
+    __slots__ = ("_events", "_parts", "count", "seq0")
+
+    type: ClassVar[str] = ASSISTANT_CHUNK
+
+    def __init__(self, seq0: int, count: int, parts: tuple[Any, ...]) -> None:
+        self.seq0 = seq0
+        self.count = count
+        self._parts = parts  # (times, turn, step, index, kind, payload, call_id, named, name)
+        self._events: list[Event] | None = None
+
+    def event(self, seq: int) -> Event:
+        """The member with this seq (``seq0 <= seq < seq0 + count``)."""
+        return self.events()[seq - self.seq0]
+
+    def events(self) -> list[Event]:
+        """Every member, built once (the list is shared: never mutate it)."""
+        events = self._events
+        if events is None:
+            with _expand_lock:
+                events = self._events
+                if events is None:
+                    events = self._events = _expand(self.seq0, *self._parts)
+        return events
+
+    def __repr__(self) -> str:
+        return f"ChunkRun(seq0={self.seq0}, count={self.count})"
+
+
+def resolve_entries(entries: Sequence[Any], first_seq: int = 0) -> list[Event]:
+    """``entries`` (slots from ``first_seq`` on) with every ``ChunkRun`` replaced by its event."""
+    out = list(entries)
+    for offset, entry in enumerate(out):
+        if entry.__class__ is ChunkRun:
+            out[offset] = entry.event(first_seq + offset)
+    return out
+
+
+def _expand(
+    seq0: int, times: Sequence[int], turn: Any, step: Any, index: Any, kind: str,
+    payload: Sequence[str], call_id: str | None, named: bool, name: Any,
+) -> list[Event]:
+    """The member events of a validated row (``frozen_dict`` inlined: rows hold most of a log)."""
+    out: list[Event] = []
+    append = out.append
+    seqs = range(seq0, seq0 + len(payload))
+    if kind != _TOOL_CALL_DELTA:
+        for seq, time, text in zip(seqs, times, payload, strict=False):
+            chunk = _new_dict(FrozenDict)
+            _fill(chunk, type=kind, index=index, text=text)
+            body = _new_dict(FrozenDict)
+            _fill(body, turn=turn, step=step, chunk=chunk)
+            append(make_event(ASSISTANT_CHUNK, seq, time, body))
+        return out
+    for seq, time, part in zip(seqs, times, payload, strict=False):
+        chunk = _new_dict(FrozenDict)
+        if named:
+            _fill(chunk, type=_TOOL_CALL_DELTA, index=index, id=call_id, name=name, argumentsDelta=part)
+        else:
+            _fill(chunk, type=_TOOL_CALL_DELTA, index=index, id=call_id, argumentsDelta=part)
+        body = _new_dict(FrozenDict)
+        _fill(body, turn=turn, step=step, chunk=chunk)
+        append(make_event(ASSISTANT_CHUNK, seq, time, body))
+    return out
