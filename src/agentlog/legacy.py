@@ -19,7 +19,7 @@ guessed at, and so is a message event left without an identified message.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, NoReturn, TypeVar
+from typing import Any, Final, NoReturn, TypeVar, cast
 
 from agentlog.errors import InvalidEventError
 from agentlog.events import (
@@ -36,6 +36,7 @@ from agentlog.events import (
     make_event,
 )
 from agentlog.jsonvalue import freeze
+from agentlog.packed import ChunkRun, LogEntry
 
 __all__ = [
     "LEGACY_EVENT_TYPES",
@@ -67,7 +68,7 @@ _MESSAGE_FORM_KEYS: Final = frozenset({"kind", "step", "message"})
 _CODED_MESSAGE_FORM_KEYS: Final = _MESSAGE_FORM_KEYS | {"code"}
 
 
-_Events = TypeVar("_Events", bound=Sequence[Event])
+_Events = TypeVar("_Events", bound=Sequence[LogEntry])
 
 
 def legacy_message_id(session_id: str, seq: int) -> str:
@@ -75,7 +76,7 @@ def legacy_message_id(session_id: str, seq: int) -> str:
     return f"legacy-message:{session_id}:{seq}"
 
 
-def upgrade_legacy(session_id: str, events: _Events) -> _Events | list[Event]:
+def upgrade_legacy(session_id: str, events: _Events) -> _Events | list[LogEntry]:
     """``events`` with every legacy shape upgraded to its current form.
 
     Returns ``events`` itself when nothing needs upgrading (one pass: a set lookup per event,
@@ -84,35 +85,40 @@ def upgrade_legacy(session_id: str, events: _Events) -> _Events | list[Event]:
     ``InvalidEventError`` naming the session, seq and broken rule for a malformed legacy
     shape or a message event without an identified message.
     """
-    examined = _EXAMINED
+    examined = _EXAMINED  # never a packed chunk run's type: runs pass by their ``type``
     for index, event in enumerate(events):
-        if event[0] in examined and _upgrade_event(session_id, event, events, index) is not event:
+        if event.type in examined and (
+            _upgrade_event(session_id, cast(Event, event), events, index) is not event
+        ):
             return _upgrade_from(session_id, events, index)
     return events
 
 
-def needs_prefix(events: Sequence[Event]) -> bool:
+def needs_prefix(events: Sequence[LogEntry]) -> bool:
     """True when upgrading ``events`` needs earlier events: a legacy ``tool/result`` replacement.
 
     Such a replacement inherits the id of the message it replaces, so a suffix read
     (``read_from``) must upgrade the whole log to name it.
     """
     for event in events:
-        if event[0] == TOOL_RESULT and isinstance(event[4], Replace) and _is_legacy_tool_result(event[3]):
+        if isinstance(event, Event) and event[0] == TOOL_RESULT and isinstance(event[4], Replace) and (
+            _is_legacy_tool_result(event[3])
+        ):
             return True
     return False
 
 
-def _upgrade_from(session_id: str, events: Sequence[Event], start: int) -> list[Event]:
+def _upgrade_from(session_id: str, events: Sequence[LogEntry], start: int) -> list[LogEntry]:
     """The upgraded list, given that ``events[:start]`` needs no upgrade."""
     out = list(events[:start])
     examined = _EXAMINED
     for event in events[start:]:
-        out.append(_upgrade_event(session_id, event, out, len(out)) if event[0] in examined else event)
+        out.append(_upgrade_event(session_id, cast(Event, event), out, len(out))
+                   if event.type in examined else event)
     return out
 
 
-def _upgrade_event(session_id: str, event: Event, prior: Sequence[Event], count: int) -> Event:
+def _upgrade_event(session_id: str, event: Event, prior: Sequence[LogEntry], count: int) -> Event:
     """One event upgraded; ``prior[:count]`` are the (already upgraded) events before it."""
     kind = event[0]
     if kind == TURN_END:
@@ -248,7 +254,7 @@ def _is_legacy_tool_result(data: Any) -> bool:
             and "callId" in data and "content" in data and "isError" in data)
 
 
-def _upgrade_message(session_id: str, event: Event, prior: Sequence[Event], count: int) -> Event:
+def _upgrade_message(session_id: str, event: Event, prior: Sequence[LogEntry], count: int) -> Event:
     """Give a pre-identity message event its current wrapper and id; refuse one left unidentified."""
     kind, data = event[0], event[3]
     if not isinstance(data, dict):
@@ -312,15 +318,16 @@ def _tool_result_data(data: Any, ident: str) -> dict[str, Any]:
     return rest
 
 
-def _inherited_id(event: Event, prior: Sequence[Event], count: int) -> str | None:
+def _inherited_id(event: Event, prior: Sequence[LogEntry], count: int) -> str | None:
     """The id of the message at the replacement's ``start`` seq among the earlier events, if any."""
     start = event[4].start
     if count == 0:
         return None
-    position = start - prior[0][1]
-    if not 0 <= position < count or prior[position][1] != start:
+    first = prior[0]  # a log's first slot: a packed run there starts at that slot's seq
+    position = start - (first.seq0 if isinstance(first, ChunkRun) else first[1])
+    target = prior[position] if 0 <= position < count else None
+    if not isinstance(target, Event) or target[1] != start:
         return None
-    target = prior[position]
     data = target[3]
     message = data if target[0] == USER_MESSAGE else (data.get("message") if isinstance(data, dict) else None)
     ident = message.get("id") if isinstance(message, dict) else None

@@ -12,6 +12,7 @@ import inspect
 import logging
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain, islice
 from typing import Any, Final, overload
 
 from agentlog.bulk import gc_paused
@@ -38,6 +39,7 @@ from agentlog.events import (
 from agentlog.header import SessionHeader, now_ms
 from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze
 from agentlog.messages import Message, check_message_shape, derive_event_message
+from agentlog.packed import ChunkRun, LogEntry
 from agentlog.request_header import canonical_header, check_request_header_shape, event_header
 from agentlog.surface import Surface, SurfaceManager, parse_markers
 
@@ -54,13 +56,20 @@ Validator = Callable[[Event], None]
 """Called with each candidate event before it commits; raising vetoes the append."""
 
 class EventsView(Sequence[Event]):
-    """An immutable snapshot of the first ``len`` events of a log (the log only grows)."""
+    """An immutable snapshot of the first ``len`` events of a log (the log only grows).
 
-    __slots__ = ("_len", "_log")
+    Slots below ``lazy_end`` may hold a packed ``ChunkRun`` (a cold-loaded row): reading
+    one returns its event, built once and shared by every reader.
+    """
 
-    def __init__(self, log: list[Event], length: int) -> None:
+    __slots__ = ("_lazy", "_len", "_log", "_source")
+
+    def __init__(self, log: list[LogEntry], length: int, lazy_end: int | None = None,
+                 source: Session | None = None) -> None:
         self._log = log
         self._len = length
+        self._lazy = length if lazy_end is None else min(lazy_end, length)
+        self._source = source  # the session whose log this is (restore may reuse its validation)
 
     @overload
     def __getitem__(self, index: int) -> Event: ...
@@ -68,20 +77,28 @@ class EventsView(Sequence[Event]):
     def __getitem__(self, index: slice) -> list[Event]: ...
     def __getitem__(self, index: int | slice) -> Event | list[Event]:
         if isinstance(index, slice):
-            return self._log[slice(*index.indices(self._len))]
+            start, stop, step = index.indices(self._len)
+            if step == 1 and start >= self._lazy:
+                return self._log[start:stop]  # type: ignore[return-value]
+            return [self[position] for position in range(start, stop, step)]
         if index < 0:
             index += self._len
         if not 0 <= index < self._len:
             raise IndexError("event index out of range")
-        return self._log[index]
+        entry = self._log[index]
+        return entry if entry.__class__ is Event else entry.event(index)  # type: ignore[union-attr]
 
     def __len__(self) -> int:
         return self._len
 
     def __iter__(self) -> Iterator[Event]:
         log = self._log
-        for index in range(self._len):
-            yield log[index]
+        lazy = self._lazy
+        for index in range(lazy):
+            entry = log[index]
+            yield entry if entry.__class__ is Event else entry.event(index)  # type: ignore[union-attr]
+        for index in range(lazy, self._len):
+            yield log[index]  # type: ignore[misc]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence):
@@ -101,9 +118,11 @@ class Session:
         """Build an empty session; use ``Session.create`` or ``Session.restore`` instead."""
         self._header = header
         self._clock = clock or now_ms
-        self._log: list[Event] = []
+        self._log: list[LogEntry] = []  # slots below _lazy_end may hold packed ChunkRuns
+        self._lazy_end = 0
+        self._validated = 0  # leading events that passed restore's (seed) validation
         self._snapshot: EventsView | None = None
-        self._manager = SurfaceManager(self._log.__getitem__)
+        self._manager = SurfaceManager(self._event_at)
         self._surface = Surface(self._manager)
         self._first_live_seq = 0
         # Tuples, replaced on (un)subscribe, so publishing iterates them without a copy.
@@ -167,7 +186,14 @@ class Session:
     def _unsealed(cls, session_id: str, events: Iterable[Any], header: SessionHeader | dict[str, Any],
                   clock: Callable[[], int] | None = None) -> Session:
         """``restore`` without the end-seed marker, for stores that add repair closers first."""
-        session = cls(_resolve_header(session_id, header), clock)
+        resolved = _resolve_header(session_id, header)
+        if isinstance(events, EventsView) and events._source is not None and (
+            len(events) <= events._source._validated
+        ):  # a snapshot of events another restore validated: immutable, so still valid; reuse
+            session = cls._fork_of(events._source, len(events), resolved, seal=False)
+            session._clock = clock or now_ms
+            return session
+        session = cls(resolved, clock)
         session._load_seed(events)
         return session
 
@@ -181,6 +207,8 @@ class Session:
         session = cls(header, source._clock)
         log = session._log
         log.extend(source._log[:length])
+        session._lazy_end = min(source._lazy_end, length)
+        session._validated = min(source._validated, length)
         manager, surface = session._manager, source._manager.surface_seqs
         stop = bisect_left(surface, length)
         first_replace = source._manager.first_replace_seq
@@ -188,7 +216,7 @@ class Session:
         manager.nodes.extend(surface[:appended])  # before any replacement, the surface only grew
         manager.surface_seqs.extend(surface[:appended])
         for seq in surface[appended:stop]:
-            event = log[seq]
+            event = session._event_at(seq)
             manager.next_seq = seq
             if event[4] == "append" and event[4].__class__ is str:
                 manager.nodes.append(seq)
@@ -214,12 +242,36 @@ class Session:
         sid = self._header.id
         log = self._log
         manager = self._manager
-        for index, entry in enumerate(seed, len(log)):
+        contiguous = self._validated == len(log)
+        if isinstance(seed, EventsView):  # another session's (or a store's) log: keep packed runs packed
+            seed = seed._log[: seed._len]
+        entries: Iterator[Any] = iter(seed)
+        index = len(log) - 1
+        while (entry := next(entries, _END)) is not _END:
+            index += 1
             if entry.__class__ is Event and entry[4] is None and entry[1] == index and (
                 entry[0] not in _SHAPED_TYPES
             ):  # the bulk of a log (chunks, steps): nothing to check but its place
                 manager.next_seq = index + 1
                 log.append(entry)
+                continue
+            if entry.__class__ is ChunkRun:  # a validated packed row: log-only chunk events
+                if not entry.seq0 <= index < entry.seq0 + entry.count:
+                    raise InvalidEventError(
+                        f"seed event at index {index} is member {index - entry.seq0} of a packed row of "
+                        f"{entry.count} from seq {entry.seq0}; seed must be contiguous from 0",
+                        session_id=sid, seq=index, event_type=entry.type,
+                    )
+                log.append(entry)
+                if index == entry.seq0:  # take the row's other slots at once when they follow it
+                    rest = list(islice(entries, entry.count - 1))
+                    if rest.count(entry) == len(rest):
+                        log.extend(rest)
+                        index += len(rest)
+                    else:
+                        entries = chain(rest, entries)
+                manager.next_seq = index + 1
+                self._lazy_end = index + 1
                 continue
             try:
                 event = entry if type(entry) is Event else _event_from_seed(entry, index)
@@ -243,11 +295,16 @@ class Session:
             except AgentlogError as exc:
                 raise exc.locate(session_id=sid, seq=index, event_type=_entry_type(entry)) from None
             log.append(event)
+        if contiguous:
+            self._validated = len(log)
         self._first_live_seq = len(log)
 
     def _mark_end_seed(self) -> None:
         if not self._log or self._log[-1].type != END_SEED:
+            validated = self._validated == len(self._log)
             self.append(END_SEED, {})
+            if validated:  # the marker is a valid seed event by construction
+                self._validated = len(self._log)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -269,8 +326,25 @@ class Session:
         """An immutable snapshot of the log; the same object until the next append."""
         snapshot = self._snapshot
         if snapshot is None or len(snapshot) != len(self._log):
-            snapshot = self._snapshot = EventsView(self._log, len(self._log))
+            snapshot = self._snapshot = EventsView(self._log, len(self._log), self._lazy_end, self)
         return snapshot
+
+    def _event_at(self, seq: int) -> Event:
+        """The logged event with this seq (expanding its packed run if it has one)."""
+        entry = self._log[seq]
+        return entry if isinstance(entry, Event) else entry.event(seq)
+
+    def _resolved_log(self) -> list[Event]:
+        """The log itself with every packed slot expanded in place: for readers that index it
+        directly and need chunk payloads (token metering). Later calls cost nothing."""
+        log = self._log
+        if self._lazy_end:
+            for index in range(self._lazy_end):
+                entry = log[index]
+                if entry.__class__ is not Event:
+                    log[index] = entry.event(index)  # type: ignore[union-attr]
+            self._lazy_end = 0
+        return log  # type: ignore[return-value]  # no packed slot is left
 
     @property
     def seq(self) -> int:
@@ -291,10 +365,10 @@ class Session:
             self._derived_generation = manager.replace_generation
         nodes = manager.nodes
         if self._derived_nodes < len(nodes):
-            log = self._log
             derived = self._derived
+            event_at = self._event_at
             for seq in nodes[self._derived_nodes :]:
-                message = derive_event_message(log[seq])
+                message = derive_event_message(event_at(seq))
                 if message is not None:
                     derived.append(message)
             self._derived_nodes = len(nodes)
@@ -304,8 +378,9 @@ class Session:
         """The canonical latest ``request/header`` (frozen), or None before the first."""
         log = self._log
         for index in range(self._header_scan, len(log)):
-            if log[index].type == REQUEST_HEADER and event_header(log[index]) is not None:
-                self._header_event = log[index]
+            entry = log[index]
+            if entry.type == REQUEST_HEADER and isinstance(entry, Event) and event_header(entry) is not None:
+                self._header_event = entry
         self._header_scan = len(log)
         event = self._header_event
         if event is None:
@@ -318,8 +393,9 @@ class Session:
         """The latest ``request/context`` data (frozen), or None before any."""
         log = self._log
         for index in range(self._context_scan, len(log)):
-            if log[index].type == REQUEST_CONTEXT:
-                self._request_context = log[index].data
+            entry = log[index]
+            if entry.type == REQUEST_CONTEXT and isinstance(entry, Event):
+                self._request_context = entry.data
         self._context_scan = len(log)
         return self._request_context
 
@@ -525,6 +601,9 @@ def _entry_type(entry: Any) -> str | None:
     )
     return kind if type(kind) is str else None
 
+
+_END: Final = object()
+"""End of a seed (``_validate_seed`` walks it with ``next``, to take packed rows whole)."""
 
 _SHAPED_TYPES: Final = SURFACE_TYPES | {REQUEST_HEADER}
 """Types whose stored data ``_check_seed_shapes`` checks (all other log-only events pass as they are)."""

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from agentlog.errors import InvalidHeaderError, SessionCorruptionError, SessionFormatUnsupportedError
 from agentlog.events import Event
 from agentlog.header import SessionHeader
+from agentlog.packed import resolve_entries
 from agentlog.store.jsonl_format import (
     TRANSCRIPT_RAW,
     TRANSCRIPT_ZSTD,
@@ -30,6 +31,7 @@ from agentlog.store.jsonl_format import (
     encode_batch,
     encode_header_line,
     encode_session_id,
+    first_stored_seq,
     parse_header_line,
     project_key,
     read_header_prefix,
@@ -76,12 +78,18 @@ def zstd_log(*batches: bytes) -> bytes:
     return compress_frame(HEADER_LINE) + b"".join(compress_frame(b) for b in batches)
 
 
+def scan_expanded(data: bytes, *, compressed: bool, path: str, until_seq: int | None = None) -> LogScan:
+    """``scan_log`` with packed rows expanded, to compare events directly."""
+    found = scan_log(data, compressed=compressed, path=path, until_seq=until_seq)
+    return replace(found, events=resolve_entries(found.events, first_stored_seq(found.header)))
+
+
 def scan_raw(data: bytes) -> LogScan:
-    return scan_log(data, compressed=False, path=PATH)
+    return scan_expanded(data, compressed=False, path=PATH)
 
 
 def scan_zstd(data: bytes) -> LogScan:
-    return scan_log(data, compressed=True, path=PATH)
+    return scan_expanded(data, compressed=True, path=PATH)
 
 
 def chunks_of(data: bytes, pulled: list[int], size: int = 8192) -> Iterator[bytes]:
@@ -636,7 +644,7 @@ def test_every_dsh_fixture_scans_to_its_expected_events(dsh_fixtures: Path) -> N
         expected = expected_events(dsh_fixtures, entry["expected"]["events"])
         for name in filter(None, (entry["file"], entry.get("afterRepairFile"))):
             data = (dsh_fixtures / name).read_bytes()
-            scan = scan_log(data, compressed=name.endswith(".zstd"), path=name)
+            scan = scan_expanded(data, compressed=name.endswith(".zstd"), path=name)
             assert scan.header.id == entry["sessionId"], name
             got = scan.events + (scan.torn.recovered if scan.torn else [])
             if "killedBy" not in entry or name == entry.get("afterRepairFile"):
@@ -655,7 +663,7 @@ def test_crash_fixtures_truncate_where_dsh_cut_and_repaired(dsh_fixtures: Path) 
         compressed = entry["file"].endswith(".zstd")
         data = (dsh_fixtures / entry["file"]).read_bytes()
         after = (dsh_fixtures / entry["afterRepairFile"]).read_bytes()
-        scan = scan_log(data, compressed=compressed, path=entry["file"])
+        scan = scan_expanded(data, compressed=compressed, path=entry["file"])
         cut = scan.torn.truncate_to if scan.torn else len(data)
         if "lastFrame" in entry:
             assert cut == entry["lastFrame"]["start"]
@@ -665,7 +673,7 @@ def test_crash_fixtures_truncate_where_dsh_cut_and_repaired(dsh_fixtures: Path) 
         else:
             assert scan.torn is None
         assert after[:cut] == data[:cut], entry["file"]
-        repaired = scan_log(after, compressed=compressed, path=entry["afterRepairFile"])
+        repaired = scan_expanded(after, compressed=compressed, path=entry["afterRepairFile"])
         recovered = scan.torn.recovered if scan.torn else []
         closers = repaired.events[len(scan.events) + len(recovered):]
         assert repaired.events[:len(scan.events)] == scan.events
@@ -699,7 +707,7 @@ def torn_offsets(start: int, stop: int, *, every: bool) -> list[int]:
 
 
 def check_torn_at(data: bytes, compressed: bool, cut: int, expected: list[Event]) -> None:
-    scan = scan_log(data[:cut], compressed=compressed, path=PATH)
+    scan = scan_expanded(data[:cut], compressed=compressed, path=PATH)
     got = scan.events + (scan.torn.recovered if scan.torn else [])
     assert got == expected[:len(got)], cut
     assert scan.committed_end <= cut
@@ -716,12 +724,12 @@ def test_torn_tail_at_byte_offsets_inside_the_last_batch(dsh_fixtures: Path, nam
     expected = expected_events(dsh_fixtures, "basic-T5.expected-events.jsonl")
     compressed = name.endswith(".zstd")
     start = scan_zstd_frames(data).frames[-1][0] if compressed else last_batch_start_raw(data)
-    prior = scan_log(data[:start], compressed=compressed, path=PATH)
+    prior = scan_expanded(data[:start], compressed=compressed, path=PATH)
     assert prior.torn is None and 700 < len(prior.events) < 906
     for cut in torn_offsets(start + 1, len(data), every=every):
         check_torn_at(data, compressed, cut, expected)
         if compressed:
-            scan = scan_log(data[:cut], compressed=True, path=PATH)
+            scan = scan_expanded(data[:cut], compressed=True, path=PATH)
             assert scan.torn is not None and scan.torn.truncate_to == start
             assert scan.events == prior.events
 

@@ -568,7 +568,6 @@ def _check_claim(claimed: tuple[int, ...], op: Replace, event: Event) -> None:
 
 
 def session_log(session: Session) -> list[Event]:
-    """The session's own event list, for O(new) index reads (never mutated here)."""
-    log: list[Event] = session._log
-    return log
+    """The session's own event list (packed rows expanded), for O(new) index reads (never mutated here)."""
+    return session._resolved_log()
 

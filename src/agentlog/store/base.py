@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agentlog.bulk import gc_paused
 from agentlog.errors import (
@@ -41,6 +41,7 @@ from agentlog.events import (
 )
 from agentlog.header import SessionHeader
 from agentlog.legacy import STORED_EVENT_TYPES, needs_prefix, upgrade_legacy
+from agentlog.packed import LogEntry, resolve_entries
 from agentlog.repair import interrupted_turn_closers
 from agentlog.session import EventsView, Session
 
@@ -66,10 +67,13 @@ PREPARED_CACHE_SIZE = 5
 
 @dataclass(frozen=True, slots=True)
 class Inspection:
-    """A session as stored: its header and an immutable list of events."""
+    """A session as stored: its header and an immutable sequence of events.
+
+    Cold reads return a lazy view: packed chunk rows become events only when read.
+    """
 
     header: SessionHeader
-    events: tuple[Event, ...]
+    events: Sequence[Event]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +102,8 @@ class StoredLog:
     """
 
     header: SessionHeader
-    events: Sequence[Event]
+    events: Sequence[LogEntry]
+    """Seq-indexed; a backend may leave packed chunk rows packed (``agentlog.packed``)."""
     revision: str
     torn: Any = None
     recovered: list[Event] = field(default_factory=list)
@@ -271,7 +276,7 @@ class Store(ABC):
             return live.durable_view()
         with self._serialized(session_id):
             session = self._load_committed(session_id)
-        return Inspection(session.header, tuple(session.events))
+        return Inspection(session.header, session.events)  # a private copy: its view never grows
 
     def _load_committed(self, session_id: str) -> Session:
         """Validate a cold session, durably close an interrupted turn; return it unsealed (a copy)."""
@@ -294,10 +299,11 @@ class Store(ABC):
         self._check_open()
         live = self._live.get(session_id)
         if live is not None:
-            return Inspection(live.session.header, tuple(live.session.events))
+            return Inspection(live.session.header, live.session.events)
         with self._serialized(session_id):
             stored, session, closers = self._prepare(session_id)
-        return Inspection(stored.header, (*session.events, *closers))
+        log = [*session._log, *closers]
+        return Inspection(stored.header, EventsView(log, len(log), session._lazy_end))
 
     def _prepare(self, session_id: str) -> tuple[StoredLog, Session, list[Event]]:
         """Read and validate a cold session and compute its repair closers.
@@ -326,9 +332,11 @@ class Store(ABC):
         try:
             if stored.header.id != session_id:
                 raise InvalidEventError(f"header id {stored.header.id!r} does not match")
+            plain = _PLAIN_TYPES
             for event in events:
-                _refuse_retired(event, session_id)
-                _refuse_unknown(event, session_id)
+                if event.type not in plain:  # packed chunk runs are plain: their type is assistant/chunk
+                    _refuse_retired(cast(Event, event), session_id)
+                    _refuse_unknown(cast(Event, event), session_id)
             events = upgrade_legacy(session_id, events)  # in memory only: the stored log stays as written
             session = Session._unsealed(session_id, events, stored.header)
         except SessionFormatUnsupportedError:
@@ -337,7 +345,7 @@ class Store(ABC):
             raise SessionCorruptionError(
                 f'stored session "{session_id}" failed validation: {exc}', session_id=session_id
             ) from exc
-        return stored, session, interrupted_turn_closers(events)
+        return stored, session, interrupted_turn_closers(session.events)
 
     def read_from(self, session_id: str, from_seq: int) -> Inspection:
         """Stored events with ``seq >= from_seq`` (no repair, no closers); [] past the end."""
@@ -348,11 +356,13 @@ class Store(ABC):
         stored = self._load_stored_from(session_id, from_seq)
         if stored is None:
             raise SessionNotFoundError("session not found", session_id=session_id)
-        events = stored.events
+        events: Sequence[LogEntry] = resolve_entries(stored.events, from_seq)
         if from_seq and needs_prefix(events):  # a legacy replacement inherits an earlier message's id
             whole = self._load_stored(session_id)
-            events = events if whole is None else upgrade_legacy(session_id, whole.events)[from_seq:]
-        return Inspection(stored.header, tuple(upgrade_legacy(session_id, events)))
+            if whole is not None:
+                events = resolve_entries(upgrade_legacy(session_id, whole.events)[from_seq:], from_seq)
+        upgraded = cast(list[LogEntry], upgrade_legacy(session_id, events))  # resolved: no packed slot
+        return Inspection(stored.header, EventsView(upgraded, len(upgraded), 0))
 
     def list(self) -> list[SessionHeader]:
         """Headers of every materialized session (no event is read)."""
@@ -560,6 +570,8 @@ class Store(ABC):
 
 
 _RETIRED = frozenset({LEGACY_HEADER_DELTA, "mode/set"})
+_PLAIN_TYPES = STORED_EVENT_TYPES - _RETIRED - {REQUEST_HEADER}
+"""Stored types that neither refusal can apply to (the bulk of a log, packed rows included)."""
 
 
 def _refuse_retired(event: Event, session_id: str) -> None:

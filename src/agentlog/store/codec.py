@@ -17,7 +17,7 @@ import orjson
 from agentlog.errors import InvalidEventError, SessionCorruptionError
 from agentlog.events import ASSISTANT_CHUNK, Event
 from agentlog.jsonvalue import MAX_SAFE_INTEGER, loads
-from agentlog.packed import ChunkRun
+from agentlog.packed import ChunkRun, LogEntry
 
 __all__ = [
     "MIN_RUN",
@@ -29,6 +29,7 @@ __all__ = [
     "TOOL_CALL_ROW",
     "StorageRecord",
     "decode_line",
+    "decode_line_entry",
     "decode_row",
     "decode_row_run",
     "decode_storage_record",
@@ -297,11 +298,23 @@ def decode_storage_record(value: Any) -> list[Event]:
 
 def decode_line(raw: bytes | bytearray | memoryview | str) -> list[Event]:
     """Parse one stored line and decode it; unparsable JSON raises ``SessionCorruptionError``."""
+    entry = decode_line_entry(raw)
+    return entry.events() if isinstance(entry, ChunkRun) else [entry]
+
+
+def decode_line_entry(raw: bytes | bytearray | memoryview | str) -> LogEntry:
+    """Like ``decode_line``, but a packed row stays packed: a validated ``ChunkRun``."""
     try:
         value = loads(raw)
     except ValueError as exc:  # orjson.JSONDecodeError, or bad UTF-8 in the deep-nesting fallback
         raise SessionCorruptionError(f"unparsable storage record: {exc}") from None
-    return decode_storage_record(value)
+    if value.__class__ is dict:
+        tag = value.get("type")
+        if tag.__class__ is str and tag in ROW_TAGS:
+            if value.keys() != _ROW_ENVELOPE:
+                _malformed(tag, "envelope must be exactly {type, seq0, time0, data}")
+            return decode_row_run(tag, value["seq0"], value["time0"], value["data"])
+    return Event.from_wire(value)
 
 
 def decode_row(

@@ -38,6 +38,7 @@ from agentlog.errors import (
 from agentlog.events import Event
 from agentlog.header import SessionHeader
 from agentlog.jsonvalue import frozen_dict
+from agentlog.packed import LogEntry
 from agentlog.store.base import (
     DEFAULT_WRITE_DELAY_MS,
     RawArtifact,
@@ -89,14 +90,15 @@ class _Transcript:
     revision: str
     stored_header: SessionHeader
     """The header line as written (may carry ``agentlogSharedPrefix``)."""
-    events: tuple[Event, ...]
-    """Events physically in this file: seqs from ``first_stored_seq(stored_header)``."""
+    events: tuple[LogEntry, ...]
+    """Events physically in this file: seqs from ``first_stored_seq(stored_header)`` (packed rows kept
+    packed: see ``agentlog.packed``)."""
     torn: TornTail | None
     partial: bool = False
     """Scanned only up to some seq (a fork's prefix): nothing after ``events`` was examined."""
 
     @property
-    def complete(self) -> list[Event]:
+    def complete(self) -> list[LogEntry]:
         """Stored events plus the complete records of a torn zstd frame (they survive repair)."""
         return [*self.events, *self.torn.recovered] if self.torn is not None else list(self.events)
 
@@ -330,20 +332,20 @@ class JsonlStore(Store):
         transcript = self._read_transcript(session_id)
         if transcript is None:
             return None
-        events: Sequence[Event] = transcript.events  # immutable: shared, not copied
+        events: Sequence[LogEntry] = transcript.events  # immutable: shared, not copied
         if _is_shared(transcript.stored_header):
             events = [*self._shared_prefix(transcript), *events]
         torn = transcript.torn
         return StoredLog(_public_header(transcript.stored_header), events, transcript.revision, torn,
                          list(torn.recovered) if torn is not None else [])
 
-    def _shared_prefix(self, child: _Transcript) -> list[Event]:
+    def _shared_prefix(self, child: _Transcript) -> list[LogEntry]:
         """The events a shared-prefix fork reads from its ancestors (iterative over a fork chain).
 
         Walking up, each ancestor supplies the seqs it holds itself below what its descendants
         still need, and is scanned only that far.
         """
-        pieces: list[list[Event]] = []
+        pieces: list[list[LogEntry]] = []
         header = child.stored_header
         limit = header.seed_length  # seqs below it still come from ancestors
         seen = {header.id}

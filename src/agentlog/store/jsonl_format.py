@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, Final
 
 import zstandard
@@ -21,6 +22,7 @@ from agentlog.events import TURN_END, Event
 from agentlog.header import SessionHeader
 from agentlog.jsonvalue import loads
 from agentlog.legacy import STORED_EVENT_TYPES
+from agentlog.packed import ChunkRun, LogEntry, resolve_entries
 from agentlog.store import codec
 from agentlog.store.jsonl_header import (
     SHARED_PREFIX_KEY,
@@ -102,7 +104,8 @@ class LogScan:
 
     header: SessionHeader
     header_end: int
-    events: list[Event]
+    events: list[LogEntry]
+    """Seq-indexed slots: an ``Event``, or the ``ChunkRun`` of a packed row (``resolve_entries``)."""
     committed_end: int
     torn: TornTail | None
     partial: bool = False
@@ -130,7 +133,7 @@ class _LineScanner:
 
     def __init__(self, header_bytes: int, path: str, first_seq: int = 0) -> None:
         self.first_seq = first_seq
-        self.events: list[Event] = []
+        self.events: list[LogEntry] = []  # a packed row fills its slots with one shared ChunkRun
         self.issue: _Issue | None = None
         self.line_no = 1
         self.input_bytes = header_bytes
@@ -166,17 +169,22 @@ class _LineScanner:
                 raise self.issue
             return
         try:
-            decoded = codec.decode_line(line)
+            entry = codec.decode_line_entry(line)
         except AgentlogError:
             self._undecodable(line, where)
             return
         events = self.events
         expected = self.first_seq + len(events)
-        # The codec numbers a row's members seq0, seq0+1, ...: first and last settle the row.
-        if decoded[0][1] != expected or decoded[-1][1] != expected + len(decoded) - 1:
-            self._gap(decoded, expected, where)
+        if isinstance(entry, ChunkRun):  # members are numbered seq0, seq0+1, ...
+            if entry.seq0 != expected:
+                self._gap(entry.events(), expected, where)
+                return
+            events.extend(repeat(entry, entry.count))
+        elif entry[1] != expected:
+            self._gap([entry], expected, where)
             return
-        events.extend(decoded)
+        else:
+            events.append(entry)
         self.committed = end
 
     def _gap(self, decoded: list[Event], expected: int, where: int) -> None:
@@ -262,11 +270,11 @@ def _corruption_of(issue: _Issue, path: str) -> SessionCorruptionError:
     return SessionCorruptionError(issue.detail, file=path, offset=issue.offset)
 
 
-def _check_vocabulary(events: Iterable[Event], path: str) -> None:
+def _check_vocabulary(events: Iterable[LogEntry], path: str) -> None:
     """Refuse an unknown event type that is not marked ignorable (written by a newer build)."""
     known = STORED_EVENT_TYPES  # DSH's vocabulary plus legacy types upgraded on load
     for event in events:
-        if event[0] not in known and not event[6]:
+        if isinstance(event, Event) and event[0] not in known and not event[6]:
             raise SessionFormatUnsupportedError(
                 f"event type {event[0]!r} at seq {event[1]} is unknown and not marked ignorable, likely "
                 f"written by a newer agentlog/DSH (raw log: {path})",
@@ -364,7 +372,8 @@ def _scan_zstd(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
         torn_start = structure.torn_start
         if torn_start is not None:
             scanner.write(decode_torn_frame(data[torn_start:]), torn_start)
-            torn = TornTail(torn_start, scanner.events[committed_events:])
+            recovered = resolve_entries(scanner.events[committed_events:], first_seq + committed_events)
+            torn = TornTail(torn_start, recovered)
     except _Issue as issue:
         raise _corruption_of(issue, path) from None
     events = scanner.events[:committed_events] if torn is not None else scanner.events

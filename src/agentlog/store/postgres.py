@@ -59,6 +59,7 @@ from agentlog.errors import (
 from agentlog.events import Event, is_safe_int
 from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.jsonvalue import dumps, freeze, frozen_dict, loads
+from agentlog.packed import resolve_entries
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Snapshot, Store, StoredLog, WriterLock, _State
 from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_follow import afollow, follow
@@ -425,7 +426,7 @@ class PostgresStore(Store):
                     return
                 if info.incarnation != self._incarnations.get(session_id):
                     raise ConcurrentWriterError("session changed during materialize", session_id=session_id)
-                self._insert(conn, session_id, stored.events[: info.base_length])
+                self._insert(conn, session_id, resolve_entries(stored.events[: info.base_length]))
                 conn.execute(self._sql.detach, (session_id,))
 
     # -- locks and deletion -------------------------------------------------------------------------
@@ -452,7 +453,7 @@ class PostgresStore(Store):
         stored = self._load_stored_from(session_id, from_seq)
         if stored is None:
             raise SessionNotFoundError("session not found", session_id=session_id)
-        return list(stored.events)
+        return resolve_entries(stored.events, from_seq)
 
     def _check_from(self, session_id: str, from_seq: int) -> None:
         self._check_open()

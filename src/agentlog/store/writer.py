@@ -123,7 +123,7 @@ class LiveSession:
         from agentlog.errors import SessionNotFoundError
         from agentlog.store.base import Inspection, last_turn_is_open
 
-        events = tuple(self.session.events)
+        events = self.session.events  # a snapshot: it never grows
         self.flush()
         if not events:
             raise SessionNotFoundError("session not found (nothing persisted yet)", session_id=self.id)
