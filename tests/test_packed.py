@@ -161,8 +161,8 @@ def test_a_row_whose_slots_were_partly_expanded_still_restores() -> None:
 
 def test_restoring_a_view_reuses_validation_only_for_events_a_restore_validated() -> None:
     live = Session.create("x")
-    live.append("user/message", {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "hi"}]},
-                surface_op="append")  # appends do not check message shapes; restores do
+    message = {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "hi"}]}
+    live.append("user/message", message, surface_op="append")  # appends do not check shapes; restores do
     with pytest.raises(InvalidEventError, match='must have role "user"'):
         Session.restore("x", live.events, live.header)
     restored = Session.restore("lazy", _recorded(1), HEADER)

@@ -182,12 +182,16 @@ class Event(tuple):  # type: ignore[type-arg]
     @staticmethod
     def from_wire(wire: Any) -> Event:
         """Validate a parsed wire object (envelope, lossless payload, static surface rules)."""
-        from agentlog.surface import parse_markers  # surface rules build on events
-
         check_envelope(wire)
         data = freeze(wire["data"], root="data")
         kind = wire["type"]
         has_op, has_seqs = "surfaceOp" in wire, "sourceEventSeqs" in wire
+        if not (has_op or has_seqs or kind in SURFACE_TYPES):  # log-only, no markers: nothing to parse
+            parts = (kind, wire["seq"], wire["time"], data, None, None, wire.get("ignorable", False), False)
+            event: Event = _new_tuple(Event, parts)
+            return event
+        from agentlog.surface import parse_markers  # surface rules build on events
+
         op, seqs = parse_markers(
             # A stored steering/message carries user/message markers: it is upgraded into one on load.
             USER_MESSAGE if kind == LEGACY_STEERING and (has_op or has_seqs) else kind,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, Final, overload
 
 from agentlog.errors import SurfaceError
 from agentlog.events import (
@@ -105,11 +105,18 @@ def _parse_op(raw: Any) -> SurfaceOp:
     return raw if isinstance(raw, Replace) else Replace(start, end)
 
 
+_INT: Final = {int}
+
+
 def _parse_source_seqs(event_type: str, seq: int, raw: Any) -> tuple[int, ...]:
     if type(raw) not in (list, tuple):
         raise SurfaceError("sourceEventSeqs must be an array when present")
     if not raw and event_type != ASSISTANT_MESSAGE:
         raise SurfaceError(f"sourceEventSeqs must not be empty on {event_type}")
+    if raw and set(map(type, raw)) == _INT and min(raw) >= 0 and max(raw) < seq and (
+        len(set(raw)) == len(raw)
+    ):  # all valid (seq itself is a safe integer); the loops below name the first problem
+        return raw if type(raw) is tuple else tuple(raw)
     for value in raw:
         if not is_safe_int(value) or value < 0:
             raise SurfaceError(

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import zstandard
 
@@ -110,6 +110,9 @@ class LogScan:
     torn: TornTail | None
     partial: bool = False
     """True when scanning stopped at ``until_seq``: nothing after ``committed_end`` was examined."""
+    unknown: Event | None = None
+    """The first accepted event (torn-tail records included) of a type this build does not know
+    and that is not marked ignorable: ``scan_log`` refuses the log for it."""
 
 
 class _Issue(Exception):  # noqa: N818 - internal; converted before it leaves the module
@@ -129,11 +132,12 @@ class _LineScanner:
     """
 
     __slots__ = ("committed", "events", "first_seq", "fragment", "fragment_where", "input_bytes", "issue",
-                 "line_no", "path")
+                 "line_no", "path", "unknown")
 
     def __init__(self, header_bytes: int, path: str, first_seq: int = 0) -> None:
         self.first_seq = first_seq
         self.events: list[LogEntry] = []  # a packed row fills its slots with one shared ChunkRun
+        self.unknown: Event | None = None
         self.issue: _Issue | None = None
         self.line_no = 1
         self.input_bytes = header_bytes
@@ -185,6 +189,8 @@ class _LineScanner:
             return
         else:
             events.append(entry)
+            if entry[0] not in STORED_EVENT_TYPES and not entry[6] and self.unknown is None:
+                self.unknown = entry
         self.committed = end
 
     def _gap(self, decoded: list[Event], expected: int, where: int) -> None:
@@ -270,16 +276,16 @@ def _corruption_of(issue: _Issue, path: str) -> SessionCorruptionError:
     return SessionCorruptionError(issue.detail, file=path, offset=issue.offset)
 
 
-def _check_vocabulary(events: Iterable[LogEntry], path: str) -> None:
-    """Refuse an unknown event type that is not marked ignorable (written by a newer build)."""
-    known = STORED_EVENT_TYPES  # DSH's vocabulary plus legacy types upgraded on load
-    for event in events:
-        if isinstance(event, Event) and event[0] not in known and not event[6]:
-            raise SessionFormatUnsupportedError(
-                f"event type {event[0]!r} at seq {event[1]} is unknown and not marked ignorable, likely "
-                f"written by a newer agentlog/DSH (raw log: {path})",
-                seq=event[1], event_type=event[0], file=path,
-            )
+def _refuse_unknown(event: Event, path: str) -> NoReturn:
+    """An event type this build does not know, not marked ignorable: written by a newer build.
+
+    ``STORED_EVENT_TYPES`` is DSH's vocabulary plus the legacy types upgraded on load.
+    """
+    raise SessionFormatUnsupportedError(
+        f"event type {event[0]!r} at seq {event[1]} is unknown and not marked ignorable, likely "
+        f"written by a newer agentlog/DSH (raw log: {path})",
+        seq=event[1], event_type=event[0], file=path,
+    )
 
 
 def first_stored_seq(header: SessionHeader) -> int:
@@ -299,9 +305,8 @@ def scan_log(data: bytes, *, compressed: bool, path: str, until_seq: int | None 
     what a fork sharing a prefix needs from its parent.
     """
     scan = _scan_zstd(data, path, until_seq) if compressed else _scan_raw(data, path, until_seq)
-    _check_vocabulary(scan.events, path)
-    if scan.torn is not None:
-        _check_vocabulary(scan.torn.recovered, path)
+    if scan.unknown is not None:
+        _refuse_unknown(scan.unknown, path)
     return scan
 
 
@@ -323,13 +328,14 @@ def _scan_raw(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
         else:
             for start in range(header_end, len(data), _PARTIAL_STEP):
                 if first_seq + len(scanner.events) >= until_seq and scanner.issue is None:
-                    return LogScan(header, header_end, scanner.events, scanner.committed, None, True)
+                    return LogScan(header, header_end, scanner.events, scanner.committed, None, True,
+                                   scanner.unknown)
                 scanner.write(data[start:start + _PARTIAL_STEP])
     except _Issue as issue:
         raise _corruption_of(issue, path) from None
     committed = scanner.committed
     torn = TornTail(committed, []) if committed < len(data) else None
-    return LogScan(header, header_end, scanner.events, committed, torn)
+    return LogScan(header, header_end, scanner.events, committed, torn, unknown=scanner.unknown)
 
 
 def _header_frame(data: bytes, span: tuple[int, int], path: str,
@@ -360,7 +366,7 @@ def _scan_zstd(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
             if until_seq is not None and first_seq + len(scanner.events) >= until_seq and (
                 scanner.issue is None and scanner.committed == scanner.input_bytes
             ):
-                return LogScan(header, first[0][1], scanner.events, span[0], None, True)
+                return LogScan(header, first[0][1], scanner.events, span[0], None, True, scanner.unknown)
             scanner.write(decode_frame(data, span, path=path, decompressor=decompressor), span[0])
         if scanner.committed != scanner.input_bytes:
             raise SessionCorruptionError(
@@ -377,7 +383,7 @@ def _scan_zstd(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
     except _Issue as issue:
         raise _corruption_of(issue, path) from None
     events = scanner.events[:committed_events] if torn is not None else scanner.events
-    return LogScan(header, first[0][1], events, frames[-1][1], torn)
+    return LogScan(header, first[0][1], events, frames[-1][1], torn, unknown=scanner.unknown)
 
 
 def decode_complete_frames(data: bytes, *, path: str) -> bytes:
