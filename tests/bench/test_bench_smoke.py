@@ -33,6 +33,7 @@ CORE_FIGURES = {
 READ_FIGURES = {"baseline.read_tail_ms", "read_from.warm_ms", "read_from.ms"}
 DATABASE_FIGURES = {
     "baseline.dumps_s", "baseline.write_fsync_s", "baseline.physical_s", "persist.events_per_s",
+    "persist.gross_events_per_s",
     "baseline.json_lines_bytes", "size.packed_bytes",
     "baseline.loads_s", "baseline.loads_peak_rss_mb", "baseline.idle_rss_mb",
     "load.s", "load.read_s", "load.restore_s", "load.derive_s", "load.peak_rss_mb",
@@ -83,7 +84,7 @@ def test_core_suite_reports_every_figure(report: dict[str, Any]) -> None:
 def test_store_suite_reports_every_figure_for_each_backend(report: dict[str, Any]) -> None:
     expected = {f"{backend}.{name}" for backend in BACKENDS for name in STORE_FIGURES}
     expected |= {f"jsonl-zstd.{name}" for name in ZSTD_ONLY}
-    assert ids(report, "store") == expected
+    assert ids(report, "store") == expected | {"baseline.store_generation_s"}
     assert report["suites"]["store"]["errors"] == []
     assert report["backends"] == list(BACKENDS)
 
@@ -203,7 +204,7 @@ def test_database_backends_report_every_figure(databases: dict[str, Any]) -> Non
     expected = {f"{backend}.{name}" for backend in databases["_backends"] if backend != "jsonl-raw"
                 for name in DATABASE_FIGURES}
     expected |= {f"jsonl-raw.{name}" for name in STORE_FIGURES}
-    assert ids(databases, "store") == expected
+    assert ids(databases, "store") == expected | {"baseline.store_generation_s"}
     assert databases["suites"]["store"]["errors"] == []
     assert databases["backends"] == databases["_backends"]
 
@@ -247,7 +248,7 @@ def test_side_by_side_table_has_one_column_per_backend(databases: dict[str, Any]
     assert {fsync[backend] for backend in backends[1:]} == {"n/a (the database syncs)"}
     read = rows["read_from(last 50), warm store"]
     assert read["jsonl-raw"].endswith(" ms") and all(read[b].endswith(("ms ✓", "ms ✗")) for b in backends[1:])
-    for label in ("record + persist, durable per turn", "cold load + derive_messages(), fresh process",
+    for label in ("record + persist, durable per turn (net)", "cold load + derive_messages(), fresh process",
                   "read_from(last 50), new store object", "fork at turn T/2, warm store",
                   "fork at turn T/2, new store object", "fork: bytes written", "bytes on disk"):
         assert all(cell[0].isdigit() for cell in rows[label].values()), label

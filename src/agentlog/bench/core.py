@@ -6,7 +6,6 @@ events, and the workload's own text generation (subtracted from recording, which
 
 from __future__ import annotations
 
-import random
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -14,9 +13,8 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.bench import workload
 from agentlog.bench.runner import Context, Figure, Stat, Suite, Target
-from agentlog.bench.workload import record_workload, workload_events
+from agentlog.bench.workload import generation_seconds, record_workload, workload_events
 from agentlog.events import STEP_START, Event
 from agentlog.invariants import InvariantChecker
 from agentlog.jsonvalue import thaw
@@ -92,16 +90,8 @@ def _baseline_loads(ctx: Context, lines: Sequence[bytes]) -> float:
 
 
 def _generation(ctx: Context, turns: int) -> float:
-    """Seconds the workload spends drawing its text (seeded RNG), which is not recording."""
-    def once() -> Mapping[str, float]:
-        rng = random.Random(0)
-        start = time.perf_counter()
-        workload.workload_header(0)
-        for index in range(1, turns + 1):
-            workload._plan_turn(rng, index, index)
-        return {"s": time.perf_counter() - start}
-
-    seconds = ctx.measure("baseline: workload text generation", once)["s"]
+    """Seconds the workload spends drawing its text, which every record figure subtracts."""
+    seconds = ctx.measure("baseline: workload text generation", lambda: {"s": generation_seconds(turns)})["s"]
     ctx.add(Figure("baseline.generation_s", "workload text generation (not recording)", "s",
                    Stat.of(seconds), is_baseline=True))
     return statistics.median(seconds)

@@ -6,18 +6,16 @@ protocol so that agentlog and every peer are timed the same way in one run.
 
 from __future__ import annotations
 
-import random
 import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from agentlog.bench import workload
 from agentlog.bench.peer_common import SESSION_ID, PeerSystem
 from agentlog.bench.runner import current_rss, directory_bytes, peak_rss
 from agentlog.bench.store import CWD, fork_boundary
-from agentlog.bench.workload import record_workload
+from agentlog.bench.workload import generation_seconds, record_workload
 from agentlog.events import TURN_END
 from agentlog.header import SessionHeader
 from agentlog.session import Session
@@ -59,17 +57,8 @@ def record(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, 
     root = workdir / "store"
     root.mkdir()
     seconds, events = _persist(_url(system, root), turns)
-    return {"s": seconds, "bytes": directory_bytes(root), "items": events, "generation_s": _generation(turns)}
-
-
-def _generation(turns: int) -> float:
-    """Seconds the workload spends drawing its text (part of agentlog's record time, not the peers')."""
-    rng = random.Random(0)
-    start = time.perf_counter()
-    workload.workload_header(0)
-    for index in range(1, turns + 1):
-        workload._plan_turn(rng, index, index)
-    return time.perf_counter() - start
+    return {"s": seconds, "bytes": directory_bytes(root), "items": events,
+            "generation_s": generation_seconds(turns)}
 
 
 def _load(url: str) -> tuple[float, Session]:

@@ -36,7 +36,7 @@ from agentlog.bench.runner import (
     run_child,
 )
 from agentlog.bench.store_backends import Backend, Floors, JsonlBackend, PostgresBackend, SqliteBackend
-from agentlog.bench.workload import record_workload
+from agentlog.bench.workload import generation_seconds, record_workload
 from agentlog.errors import AgentlogError
 from agentlog.events import TURN_END, Event
 from agentlog.header import SessionHeader
@@ -87,7 +87,7 @@ BACKENDS: Final[dict[str, Backend]] = {
 """Every backend, in report order; ``--backends`` picks some, the default is those that can run."""
 
 SIDE_BY_SIDE: Final = (
-    ("persist.events_per_s", "record + persist, durable per turn"),
+    ("persist.events_per_s", "record + persist, durable per turn (net)"),
     ("persist.fsync_share", "share of persist time in fsync"),
     ("load.s", "cold load + derive_messages(), fresh process"),
     ("load.peak_rss_mb", "peak RSS of the cold load"),
@@ -189,12 +189,19 @@ def run(ctx: Context) -> None:
         else:
             ctx.say(f"[yellow]{name} skipped: {problem}[/]")
             ctx.note(f"{name} skipped: {problem}")
+    generation = 0.0
+    if backends:
+        seconds = ctx.measure("store baseline: workload text generation",
+                              lambda: {"s": generation_seconds(ctx.options.turns)})["s"]
+        ctx.add(Figure("baseline.store_generation_s", "workload text generation (not recording)", "s",
+                       Stat.of(seconds), is_baseline=True))
+        generation = statistics.median(seconds)
     for backend in backends:
         try:
             described = ctx.attempt(f"{backend.name} setup", backend.describe)
             if described:
                 ctx.note(described)
-            _run_backend(ctx, backend)
+            _run_backend(ctx, backend, generation)
         finally:
             ctx.attempt(f"{backend.name} cleanup", backend.close)
     _notes(ctx)
@@ -209,8 +216,10 @@ def _refuse(problem: str) -> None:
 def _notes(ctx: Context) -> None:
     ctx.note("Persist: store.start(header), the workload recorded with live.flush() after every "
              "turn/end (returns once durable: fsync for JSONL, a synchronous commit for the databases), "
-             "live.close(). Physical floor = orjson.dumps of the events + zstandard compression per turn "
-             "(zstd) + writing the same bytes with one fsync per turn.")
+             "live.close(); the rate is net of the workload's text generation (measured in the same run, "
+             "as the core suite does), the gross rate is shown beside it. Physical floor = orjson.dumps "
+             "of the events + zstandard compression per turn (zstd) + writing the same bytes with one "
+             "fsync per turn.")
     ctx.note("Cold load = store.load(id), then Session.restore(id, events, header), then "
              "derive_messages(), in a fresh process (imports done and a database connection opened first).")
     ctx.note(f"read_from = store.read_from(id, events - {READ_TAIL}), median of at least {READ_CALLS} calls; "
@@ -227,7 +236,7 @@ def _notes(ctx: Context) -> None:
              "DSH sizes are quoted from WORKLOAD.md (T = 1000), not measured here.")
 
 
-def _run_backend(ctx: Context, backend: Backend) -> None:
+def _run_backend(ctx: Context, backend: Backend, generation: float) -> None:
     workdir = ctx.workdir / backend.name
     workdir.mkdir()
     kept: list[_Persisted] = []
@@ -240,7 +249,7 @@ def _run_backend(ctx: Context, backend: Backend) -> None:
         if plain is not None:
             floor = ctx.attempt(f"{backend.name} baselines",
                                 lambda: _floor(ctx, backend, workdir, persisted, plain))
-        _persist_figures(ctx, backend, persisted, floor)
+        _persist_figures(ctx, backend, persisted, floor, generation)
         ctx.attempt(f"{backend.name} sizes", lambda: _sizes(ctx, backend, workdir, persisted, plain))
         if plain is not None:
             ctx.attempt(f"{backend.name} load", lambda: _load(ctx, backend, workdir, persisted, plain))
@@ -296,15 +305,20 @@ def _persist(ctx: Context, backend: Backend, workdir: Path, kept: list[_Persiste
     return kept[-1]
 
 
-def _persist_figures(ctx: Context, backend: Backend, persisted: _Persisted, floor: _Floor | None) -> None:
+def _persist_figures(ctx: Context, backend: Backend, persisted: _Persisted, floor: _Floor | None,
+                     generation: float) -> None:
     samples = persisted.samples
     count = samples["events"][-1]
-    rate = Stat.of([count / seconds for seconds in samples["s"]])
     total = None if floor is None else statistics.median(floor.total())
-    ctx.add(Figure("persist.events_per_s", "record + persist, durable per turn", "events/s", rate,
-                   group=backend.name, baseline="physical floor",
-                   ratio=None if total is None else statistics.median(samples["s"]) / total,
+    net = Stat.of([count / max(seconds - generation, 1e-9) for seconds in samples["s"]])
+    ctx.add(Figure("persist.events_per_s", "record + persist, durable per turn (net of text generation)",
+                   "events/s", net, group=backend.name, baseline="physical floor",
+                   ratio=None if total is None else (statistics.median(samples["s"]) - generation) / total,
                    target=PERSIST_RATE))
+    gross = Stat.of([count / seconds for seconds in samples["s"]])
+    ctx.add(Figure("persist.gross_events_per_s", "record + persist, gross (incl. text generation)",
+                   "events/s", gross, group=backend.name, baseline="physical floor",
+                   ratio=None if total is None else statistics.median(samples["s"]) / total))
     if backend.database:
         return  # the database syncs on its own: no fsync of ours to time
     share = Stat.of([100 * f / s for f, s in zip(samples["fsync_s"], samples["s"], strict=True)])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from agentlog.session import Session
 
 __all__ = [
     "EVENTS_PER_TURN",
+    "generation_seconds",
     "PROVIDER",
     "MODEL",
     "record_workload",
@@ -178,6 +180,17 @@ def _record_step(step: Step, header: FrozenDict, plan: _StepPlan) -> None:
         call_id, arguments = plan.call
         step.tool_call(call_id, "read_file", arguments)
         step.tool_result(call_id, plan.result, id=plan.result_id)
+
+
+def generation_seconds(turns: int, seed: int = 0) -> float:
+    """Seconds the workload spends drawing the text of ``turns`` turns: not recording, so record
+    figures subtract it."""
+    rng = random.Random(seed)
+    start = time.perf_counter()
+    workload_header(seed)
+    for index in range(1, turns + 1):
+        _plan_turn(rng, index, index)
+    return time.perf_counter() - start
 
 
 def record_workload(session: Session, turns: int, *, seed: int = 0, flush: Flush | None = None,
