@@ -2,7 +2,9 @@
 
 Events and frozen values hold no reference cycles, yet building hundreds of thousands of
 them triggers full collections that re-scan everything built so far. Pausing the
-collector for the duration of a restore or a cold load halves its time.
+collector for the duration of a restore or a cold load halves its time; moving what was
+built straight to the oldest generation afterwards spares the young-generation scan that
+would otherwise follow (about a tenth of a cold load).
 """
 
 from __future__ import annotations
@@ -23,4 +25,17 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            _promote_to_oldest()
             gc.enable()
+
+
+def _promote_to_oldest() -> None:
+    """Move every tracked object to the oldest generation, unscanned (``gc.freeze`` + ``unfreeze``).
+
+    Objects are only promoted, never exempted: cyclic garbage among them is still found by
+    the next full collection. Skipped when the application froze objects itself (a pre-fork
+    server), whose frozen set ``unfreeze`` would release.
+    """
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()

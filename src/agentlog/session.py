@@ -435,6 +435,17 @@ class Session:
         """
         log = self._log
         seq = len(log)
+        if data.__class__ is FrozenDict and surface_op is None and source_event_seqs is None and (
+            type.__class__ is str and type not in _CHECKED_TYPES and not self._publishing
+        ):  # the bulk of a recording (stream chunks, steps): frozen data, no markers
+            time = self._clock()
+            if time.__class__ is int and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
+                event: Event = _new_tuple(Event, (type, seq, time, data, None, None, False, False))
+                if self._validators or self._observers:
+                    return self._publish(event)
+                self._manager.next_seq = seq + 1
+                log.append(event)
+                return event
         try:
             event = self._candidate(type, data, surface_op, source_event_seqs, seq)
             if self._publishing:
@@ -601,6 +612,9 @@ def _entry_type(entry: Any) -> str | None:
     )
     return kind if type(kind) is str else None
 
+
+_CHECKED_TYPES: Final = SURFACE_TYPES | {"", LEGACY_HEADER_DELTA, REQUEST_HEADER}
+"""Types ``append`` always sends through ``_candidate`` (markers required, legacy refusals)."""
 
 _END: Final = object()
 """End of a seed (``_validate_seed`` walks it with ``next``, to take packed rows whole)."""
