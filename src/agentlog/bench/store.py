@@ -216,10 +216,10 @@ def _refuse(problem: str) -> None:
 def _notes(ctx: Context) -> None:
     ctx.note("Persist (each run in a fresh process, into a new store): store.start(header), the workload "
              "recorded with live.flush() after every turn/end (returns once durable: fsync for JSONL, a "
-             "synchronous commit for the databases), live.close(); the rate is net of the workload's text generation (measured in the same run, "
-             "as the core suite does), the gross rate is shown beside it. Physical floor = orjson.dumps "
-             "of the events + zstandard compression per turn (zstd) + writing the same bytes with one "
-             "fsync per turn.")
+             "synchronous commit for the databases), live.close(); the rate is net of the workload's "
+             "text generation (measured in the same run, as the core suite does), the gross rate is "
+             "shown beside it. Physical floor = orjson.dumps of the events + zstandard compression per "
+             "turn (zstd) + writing the same bytes with one fsync per turn.")
     ctx.note("Cold load = store.load(id), then Session.restore(id, events, header), then "
              "derive_messages(), in a fresh process (imports done and a database connection opened first).")
     ctx.note(f"read_from = store.read_from(id, events - {READ_TAIL}), median of at least {READ_CALLS} calls; "
