@@ -44,6 +44,7 @@ __all__ = [
     "legacy_message_id",
     "needs_prefix",
     "upgrade_legacy",
+    "upgrade_legacy_chain",
 ]
 
 LEGACY_EVENT_TYPES: Final = frozenset({LEGACY_STEERING})
@@ -92,6 +93,24 @@ def upgrade_legacy(session_id: str, events: _Events) -> _Events | list[LogEntry]
         ):
             return _upgrade_from(session_id, events, index)
     return events
+
+
+def upgrade_legacy_chain(session_id: str, events: Sequence[LogEntry],
+                         writers: Sequence[tuple[int, str]], first_seq: int = 0) -> Sequence[LogEntry]:
+    """``upgrade_legacy`` for a log that other sessions wrote part of (a fork sharing its
+    ancestors' prefix): ``writers`` gives ``(first seq, session id)`` of each segment in log
+    order, the session's own last. A segment's pre-identity messages are named after the
+    session that wrote it, as a copied fork's are; ``events`` start at ``first_seq``.
+    """
+    if not writers:
+        return upgrade_legacy(session_id, events)
+    starts = [min(max(seq - first_seq, 0), len(events)) for seq, _writer in writers]
+    done: Sequence[LogEntry] = []
+    for index, (start, (_seq, writer)) in enumerate(zip(starts, writers, strict=True)):
+        end = starts[index + 1] if index + 1 < len(starts) else len(events)
+        if start < end:
+            done = upgrade_legacy(writer, [*done, *events[start:end]])
+    return done
 
 
 def needs_prefix(events: Sequence[LogEntry]) -> bool:

@@ -40,7 +40,7 @@ from agentlog.events import (
     is_safe_int,
 )
 from agentlog.header import SessionHeader
-from agentlog.legacy import STORED_EVENT_TYPES, needs_prefix, upgrade_legacy
+from agentlog.legacy import STORED_EVENT_TYPES, needs_prefix, upgrade_legacy_chain
 from agentlog.packed import LogEntry, resolve_entries
 from agentlog.repair import interrupted_turn_closers
 from agentlog.session import EventsView, Session
@@ -107,6 +107,9 @@ class StoredLog:
     revision: str
     torn: Any = None
     recovered: list[Event] = field(default_factory=list)
+    writers: list[tuple[int, str]] = field(default_factory=list)
+    """``(first seq, session id)`` of each segment when ancestors wrote part of the log (a fork
+    sharing their prefix), the session's own last; empty when the whole log is its own."""
 
 
 class WriterLock(ABC):
@@ -337,8 +340,8 @@ class Store(ABC):
                 if event.type not in plain:  # packed chunk runs are plain: their type is assistant/chunk
                     _refuse_retired(cast(Event, event), session_id)
                     _refuse_unknown(cast(Event, event), session_id)
-            events = upgrade_legacy(session_id, events)  # in memory only: the stored log stays as written
-            session = Session._unsealed(session_id, events, stored.header)
+            upgraded = upgrade_legacy_chain(session_id, events, stored.writers)  # in memory only
+            session = Session._unsealed(session_id, upgraded, stored.header)
         except SessionFormatUnsupportedError:
             raise
         except AgentlogError as exc:
@@ -357,11 +360,13 @@ class Store(ABC):
         if stored is None:
             raise SessionNotFoundError("session not found", session_id=session_id)
         events: Sequence[LogEntry] = resolve_entries(stored.events, from_seq)
+        writers = stored.writers
         if from_seq and needs_prefix(events):  # a legacy replacement inherits an earlier message's id
             whole = self._load_stored(session_id)
             if whole is not None:
-                events = resolve_entries(upgrade_legacy(session_id, whole.events)[from_seq:], from_seq)
-        upgraded = cast(list[LogEntry], upgrade_legacy(session_id, events))  # resolved: no packed slot
+                upgraded_whole = upgrade_legacy_chain(session_id, whole.events, whole.writers)
+                events, writers = resolve_entries(upgraded_whole[from_seq:], from_seq), []
+        upgraded = list(upgrade_legacy_chain(session_id, events, writers, from_seq))  # no packed slot
         return Inspection(stored.header, EventsView(upgraded, len(upgraded), 0))
 
     def list(self) -> list[SessionHeader]:

@@ -333,19 +333,24 @@ class JsonlStore(Store):
         if transcript is None:
             return None
         events: Sequence[LogEntry] = transcript.events  # immutable: shared, not copied
+        writers: list[tuple[int, str]] = []
         if _is_shared(transcript.stored_header):
-            events = [*self._shared_prefix(transcript), *events]
+            prefix, writers = self._shared_prefix(transcript)
+            writers.append((first_stored_seq(transcript.stored_header), session_id))
+            events = [*prefix, *events]
         torn = transcript.torn
         return StoredLog(_public_header(transcript.stored_header), events, transcript.revision, torn,
-                         list(torn.recovered) if torn is not None else [])
+                         list(torn.recovered) if torn is not None else [], writers)
 
-    def _shared_prefix(self, child: _Transcript) -> list[LogEntry]:
+    def _shared_prefix(self, child: _Transcript) -> tuple[list[LogEntry], list[tuple[int, str]]]:
         """The events a shared-prefix fork reads from its ancestors (iterative over a fork chain).
 
         Walking up, each ancestor supplies the seqs it holds itself below what its descendants
-        still need, and is scanned only that far.
+        still need, and is scanned only that far. Also returns ``(first seq, ancestor id)`` of
+        each piece, oldest first (legacy upgrades name pre-identity messages after their writer).
         """
         pieces: list[list[LogEntry]] = []
+        writers: list[tuple[int, str]] = []
         header = child.stored_header
         limit = header.seed_length  # seqs below it still come from ancestors
         seen = {header.id}
@@ -375,11 +380,13 @@ class JsonlStore(Store):
                         f"{limit} its forks share", session_id=child.stored_header.id, file=str(parent.path),
                     )
                 pieces.append(own[: limit - first])
+                writers.append((first, parent_id))
                 limit = first
             if not shared or limit == 0:
                 break
             header = parent.stored_header
-        return [event for piece in reversed(pieces) for event in piece]
+        writers.reverse()
+        return [event for piece in reversed(pieces) for event in piece], writers
 
     def _read_raw(self, session_id: str) -> RawArtifact | None:
         """The transcript's text as written (complete zstd frames decoded); only its header is parsed."""
