@@ -199,26 +199,21 @@ def test_ignorable_unknown_event_with_null_data_is_accepted(open_store: StoreFac
         assert [(e.type, e.data, e.ignorable) for e in view.events] == [("plugin/test", None, True)]
 
 
-@pytest.mark.parametrize("compression", ["zstd", "none"])
-def test_a_fork_sharing_a_legacy_prefix_names_its_messages_after_the_parent(
-    tmp_path: Any, compression: str
+def test_a_fork_of_a_legacy_parent_names_its_prefix_messages_after_the_parent(
+    open_store: StoreFactory,
 ) -> None:
-    from agentlog.store.jsonl import JsonlStore
-
-    def jsonl() -> JsonlStore:
-        return JsonlStore(tmp_path / "store", compression=compression, write_delay_ms=60_000)
-
-    put(jsonl(), "parent", legacy_message_log())
+    put(open_store(), "parent", legacy_message_log())
     parent_ids = [f"legacy-message:parent:{seq}" for seq in (1, 3, 5, 5)]
-    store = jsonl()
-    with store.fork("parent", 8, "kid") as live:  # by reference: the prefix stays in the parent's file
+    store = open_store()
+    with store.fork("parent", 8, "kid") as live:  # memory copies; JSONL, SQLite, PostgreSQL reference
         assert message_ids(Inspection(live.session.header, live.session.events)) == parent_ids
         live.session.append("turn/start", {"turn": 2})
         live.session.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
-    for reader in (jsonl(), store):
+    for reader in (open_store(), store):
         assert message_ids(reader.load("kid")) == parent_ids  # as the live fork and a copied fork
         assert message_ids(reader.inspect("kid")) == parent_ids
         assert reader.read_from("kid", 6).events[0].data["message"]["id"] == "legacy-message:parent:5"
-    store.materialize("kid")  # the full copy holds the upgraded prefix: the ids do not change
-    assert message_ids(jsonl().load("kid")) == parent_ids
-    assert message_ids(jsonl().load("parent")) == parent_ids
+        assert reader.read_from("kid", 1).events[0].data["id"] == "legacy-message:parent:1"
+    store.materialize("kid")  # a full copy holds the prefix as the parent reads it: the ids stay
+    assert message_ids(open_store().load("kid")) == parent_ids
+    assert message_ids(open_store().load("parent")) == parent_ids

@@ -59,6 +59,7 @@ from agentlog.errors import (
 from agentlog.events import Event, is_safe_int
 from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.jsonvalue import dumps, freeze, frozen_dict, loads
+from agentlog.legacy import upgrade_legacy_chain
 from agentlog.packed import resolve_entries
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Snapshot, Store, StoredLog, WriterLock, _State
 from agentlog.store.postgres_errors import translate
@@ -240,10 +241,14 @@ class PostgresStore(Store):
                     self._cache.move_to_end(session_id)
                     self._incarnations[session_id] = info.incarnation
                     stored = cached[1]
-                    return StoredLog(stored.header, list(stored.events), stored.revision, stored.torn)
+                    return StoredLog(stored.header, list(stored.events), stored.revision, stored.torn,
+                                     writers=list(stored.writers))
             parts = [(sid, start, end, conn.execute(self._sql.rows, (sid, start, end)).fetchall())
                      for sid, start, end in self._segments(conn, info)]
             own = conn.execute(self._sql.rows, (session_id, info.base_length, info.next_seq)).fetchall()
+        writers = [(start, sid) for sid, start, _end, _rows in parts]
+        if writers:
+            writers.append((info.base_length, session_id))
         events: list[Event] = []
         for sid, start, end, rows in parts:
             try:
@@ -256,13 +261,13 @@ class PostgresStore(Store):
             raise exc.locate(session_id=session_id) from None
         events.extend(scan.events)
         torn = None if scan.torn is None else _Torn(scan.torn, info.incarnation, info.revision)
-        stored = StoredLog(info.header, events, self._revision(info), torn)
+        stored = StoredLog(info.header, events, self._revision(info), torn, writers=writers)
         with self._aux:
             self._incarnations[session_id] = info.incarnation
             self._cache[session_id] = ((info.incarnation, info.revision), stored)
             while len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
-        return StoredLog(info.header, list(events), stored.revision, torn)
+        return StoredLog(info.header, list(events), stored.revision, torn, writers=list(stored.writers))
 
     def _load_stored_from(self, session_id: str, from_seq: int) -> StoredLog | None:
         """A seek read: only rows from the one covering ``from_seq`` onward are fetched."""
@@ -273,12 +278,16 @@ class PostgresStore(Store):
                 return None
             info = _info(row)
             parts = []
+            writers: list[tuple[int, str]] = []
             if from_seq < info.base_length:
                 for sid, start, end in self._segments(conn, info):
                     if end > from_seq:
                         first = max(start, from_seq)
                         rows = conn.execute(self._sql.rows_from, {"id": sid, "from": first, "end": end})
                         parts.append((first, end, rows.fetchall()))
+                        writers.append((start, sid))
+                if writers:
+                    writers.append((info.base_length, session_id))
             first = max(info.base_length, from_seq)
             rows = conn.execute(self._sql.rows_from, {"id": session_id, "from": first, "end": info.next_seq})
             parts.append((first, info.next_seq, rows.fetchall()))
@@ -288,7 +297,7 @@ class PostgresStore(Store):
             events.extend(found)
             if len(found) != end - start:
                 break
-        return StoredLog(info.header, events, self._revision(info))
+        return StoredLog(info.header, events, self._revision(info), writers=writers)
 
     def _stored_exists(self, session_id: str) -> bool:
         self._ready()
@@ -426,7 +435,9 @@ class PostgresStore(Store):
                     return
                 if info.incarnation != self._incarnations.get(session_id):
                     raise ConcurrentWriterError("session changed during materialize", session_id=session_id)
-                self._insert(conn, session_id, resolve_entries(stored.events[: info.base_length]))
+                # The copy holds the prefix as its writers' sessions read it (legacy ids named after them).
+                prefix = upgrade_legacy_chain(session_id, stored.events[: info.base_length], stored.writers)
+                self._insert(conn, session_id, resolve_entries(prefix))
                 conn.execute(self._sql.detach, (session_id,))
 
     # -- locks and deletion -------------------------------------------------------------------------

@@ -73,7 +73,8 @@ from agentlog.errors import (
 from agentlog.events import TURN_END, Event, surface_op_to_wire
 from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.jsonvalue import MAX_SAFE_INTEGER, dumps, loads
-from agentlog.legacy import STORED_EVENT_TYPES
+from agentlog.legacy import STORED_EVENT_TYPES, upgrade_legacy_chain
+from agentlog.packed import resolve_entries
 from agentlog.store.base import (
     DEFAULT_WRITE_DELAY_MS,
     Snapshot,
@@ -412,6 +413,14 @@ def decode_physical_row(row: Row) -> list[Event]:
 
 
 _ROW_ERRORS: Final = (AgentlogError, ValueError, TypeError, zstandard.ZstdError)
+
+
+def _writers(segments: Sequence[tuple[int, int, list[Row], str]], own_start: int,
+             session_id: str) -> list[tuple[int, str]]:
+    """``StoredLog.writers`` of a fork chain: each shared segment's start and writer, then the own part."""
+    if not segments:
+        return []
+    return [*((start, writer) for start, _limit, _rows, writer in segments), (own_start, session_id)]
 
 
 def _why(exc: BaseException) -> str:
@@ -940,9 +949,9 @@ class SqliteStore(Store):
         row = conn.execute(_SELECT_SESSION, (session_id,)).fetchone()
         return None if row is None else _session_info(row)
 
-    def _prefix_rows(self, conn: sqlite3.Connection, info: _Info) -> list[tuple[int, int, list[Row]]]:
-        """Rows of the parent prefixes a fork chain shares, oldest first: (start, limit, rows)."""
-        segments: list[tuple[int, int, list[Row]]] = []
+    def _prefix_rows(self, conn: sqlite3.Connection, info: _Info) -> list[tuple[int, int, list[Row], str]]:
+        """Rows of the parent prefixes a fork chain shares, oldest first: (start, limit, rows, writer id)."""
+        segments: list[tuple[int, int, list[Row], str]] = []
         limit = info.start
         base_key = info.base_key
         seen = {info.key}
@@ -956,7 +965,7 @@ class SqliteStore(Store):
             start = parent.start
             if start < limit:
                 rows = conn.execute(_ROWS_RANGE, (base_key, start, limit)).fetchall()
-                segments.append((start, limit, rows))
+                segments.append((start, limit, rows, parent.header.id))
             limit = min(limit, start)
             base_key = parent.base_key
         segments.reverse()
@@ -972,24 +981,26 @@ class SqliteStore(Store):
             if cached is not None and cached[0] == revision:
                 self._cache.move_to_end(session_id)
                 stored = cached[1]
-                return StoredLog(stored.header, list(stored.events), revision, stored.torn)
+                return StoredLog(stored.header, list(stored.events), revision, stored.torn,
+                                 writers=list(stored.writers))
             segments = self._prefix_rows(conn, info)
             rows = conn.execute(_ROWS_FROM, (info.key, info.start)).fetchall()
         events: list[Event] = []
+        writers = _writers(segments, info.start, session_id)
         try:
-            for start, limit, prefix in segments:
+            for start, limit, prefix, _writer in segments:
                 events.extend(_scan_prefix(prefix, start, limit))
             scan = scan_rows(rows, info.start)
         except SessionCorruptionError as exc:
             raise exc.locate(session_id=session_id, file=self._file) from None
         events.extend(scan.events)
         torn = None if scan.torn is None else (scan.torn, revision)
-        stored = StoredLog(info.header, events, revision, torn)
+        stored = StoredLog(info.header, events, revision, torn, writers=writers)
         with self._db_lock:
             self._cache[session_id] = (revision, stored)
             while len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
-        return StoredLog(info.header, list(events), revision, torn)
+        return StoredLog(info.header, list(events), revision, torn, writers=list(writers))
 
     def _load_stored_from(self, session_id: str, from_seq: int) -> StoredLog | None:
         """Seek read (§5.9): only rows from the one holding ``from_seq`` on are read and decoded."""
@@ -1013,14 +1024,15 @@ class SqliteStore(Store):
                 rows = conn.execute(_ROWS_FROM, (info.key, base)).fetchall()
         events: list[Event] = []
         try:
-            for start, limit, prefix in segments:
+            for start, limit, prefix, _writer in segments:
                 events.extend(_scan_prefix(prefix, start, limit))
         except SessionCorruptionError as exc:
             raise exc.locate(session_id=session_id, file=self._file) from None
         del events[:from_seq]
         events.extend(_scan_suffix(rows, base, from_seq))
         _refuse_unknown(events, session_id)
-        return StoredLog(info.header, events, self._revision(info))
+        return StoredLog(info.header, events, self._revision(info),
+                         writers=_writers(segments, info.start, session_id))
 
     def _stored_exists(self, session_id: str) -> bool:
         with self._reading(session_id) as conn:
@@ -1143,12 +1155,16 @@ class SqliteStore(Store):
                 if info.base_key is None:
                     return
                 events: list[Event] = []
+                segments = self._prefix_rows(conn, info)
                 try:
-                    for start, limit, prefix in self._prefix_rows(conn, info):
+                    for start, limit, prefix, _writer in segments:
                         events.extend(_scan_prefix(prefix, start, limit))
                 except SessionCorruptionError as exc:
                     raise exc.locate(session_id=session_id, file=self._file) from None
-                conn.executemany(_INSERT_ROW, [(info.key, *row) for row in encode_rows(events)])
+                # The copy holds the prefix as its writers' sessions read it (legacy ids named after them).
+                writers = _writers(segments, info.start, session_id)
+                copied = resolve_entries(upgrade_legacy_chain(session_id, events, writers))
+                conn.executemany(_INSERT_ROW, [(info.key, *row) for row in encode_rows(copied)])
                 conn.execute(_CLEAR_BASE, (info.key,))
                 conn.execute(_BUMP_REVISION, (info.key,))
 
