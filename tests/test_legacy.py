@@ -294,3 +294,26 @@ def test_stored_steering_message_decodes_with_its_surface_markers() -> None:
     assert replaced.surface_op == Replace(1, 1)
     bare = Event.from_wire({"type": "steering/message", "seq": 3, "time": 1, "data": {}})
     assert bare.surface_op is None
+
+
+def test_a_chain_names_each_segment_after_its_writer_and_drops_nothing() -> None:
+    from agentlog.legacy import upgrade_legacy_chain
+
+    log = events(legacy_message_log())
+    ids = message_ids(upgrade_legacy_chain("kid", log, [(0, "root"), (3, "mid"), (6, "kid")]))
+    assert ids == ["legacy-message:root:1", "legacy-message:mid:3", "legacy-message:mid:5",
+                   "legacy-message:mid:5"]  # seq 6 replaces seq 5 and inherits its id
+    ids = message_ids(upgrade_legacy_chain("kid", log, [(3, "mid"), (6, "kid")]))  # seqs 0-2: the kid's
+    assert ids[0] == "legacy-message:kid:1" and ids[1] == "legacy-message:mid:3"
+    suffix = upgrade_legacy_chain("kid", log[4:], [(0, "root"), (3, "mid"), (6, "kid")], first_seq=4)
+    assert len(suffix) == len(log) - 4 and message_ids(suffix)[0] == "legacy-message:mid:5"
+
+
+def message_ids(log: Any) -> list[str]:
+    out = []
+    for event in log:
+        if event.type == "user/message":
+            out.append(event.data["id"])
+        elif event.type in ("assistant/message", "tool/result"):
+            out.append(event.data["message"]["id"])
+    return out

@@ -104,6 +104,8 @@ def upgrade_legacy_chain(session_id: str, events: Sequence[LogEntry],
     """
     if not writers:
         return upgrade_legacy(session_id, events)
+    if writers[0][0] > first_seq:  # events before the first named segment are the session's own
+        writers = [(first_seq, session_id), *writers]
     starts = [min(max(seq - first_seq, 0), len(events)) for seq, _writer in writers]
     done: Sequence[LogEntry] = []
     for index, (start, (_seq, writer)) in enumerate(zip(starts, writers, strict=True)):
