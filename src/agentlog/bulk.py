@@ -29,13 +29,18 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+PROMOTE_AT = 10_000
+"""Young objects a block must leave behind before they are promoted (small restores are not)."""
+
+
 def _promote_to_oldest() -> None:
     """Move every tracked object to the oldest generation, unscanned (``gc.freeze`` + ``unfreeze``).
 
     Objects are only promoted, never exempted: cyclic garbage among them is still found by
-    the next full collection. Skipped when the application froze objects itself (a pre-fork
-    server), whose frozen set ``unfreeze`` would release.
+    the next full collection. Only after a bulk build (a small block leaves the young
+    generations to the collector), and never when the application froze objects itself (a
+    pre-fork server), whose frozen set ``unfreeze`` would release.
     """
-    if gc.get_freeze_count() == 0:
+    if gc.get_count()[0] >= PROMOTE_AT and gc.get_freeze_count() == 0:
         gc.freeze()
         gc.unfreeze()

@@ -36,6 +36,7 @@ __all__ = [
     "json_equal",
     "loads",
     "thaw",
+    "valid_text",
 ]
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -172,10 +173,11 @@ def _key_part(key: object) -> str:
         return f"[{key!r}]"
     if _IDENT.match(key):
         return f".{key}"
-    return f"[{json.dumps(key, ensure_ascii=not _valid_str(key))}]"
+    return f"[{json.dumps(key, ensure_ascii=not valid_text(key))}]"
 
 
-def _valid_str(value: str) -> bool:
+def valid_text(value: str) -> bool:
+    """No lone surrogates: the string can be encoded as UTF-8 (and so written as JSON)."""
     if value.isascii():
         return True
     try:
@@ -189,7 +191,7 @@ def _scalar_problem(value: Any) -> str | None:
     """Why a non-container value is not lossless JSON, or None when it is."""
     kind = type(value)
     if kind is str:
-        return None if _valid_str(value) else "string contains a lone surrogate"
+        return None if valid_text(value) else "string contains a lone surrogate"
     if kind is int:
         if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             return None
@@ -235,10 +237,10 @@ def _freeze_dict(value: dict[str, Any], depth: int) -> FrozenDict:
     for key, child in value.items():
         kind = type(child)
         try:
-            if type(key) is not str or (not key.isascii() and not _valid_str(key)):
+            if type(key) is not str or (not key.isascii() and not valid_text(key)):
                 raise _Refusal("object key is not a valid string")
             if kind is str:
-                if not child.isascii() and not _valid_str(child):
+                if not child.isascii() and not valid_text(child):
                     raise _Refusal("string contains a lone surrogate")
             elif kind is int:
                 if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
@@ -320,7 +322,7 @@ def _freeze_deep(value: Any) -> Any:
             if frame.is_dict:
                 frame.key, child = item
                 key = frame.key
-                if type(key) is not str or not _valid_str(key):
+                if type(key) is not str or not valid_text(key):
                     raise _refusal_at(stack, "object key is not a valid string")
             else:
                 child = item

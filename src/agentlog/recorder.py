@@ -32,7 +32,7 @@ from agentlog.events import (
     Event,
     is_safe_int,
 )
-from agentlog.jsonvalue import FrozenDict, freeze, frozen_dict
+from agentlog.jsonvalue import FrozenDict, freeze, frozen_dict, valid_text
 from agentlog.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 from agentlog.request_header import canonical_header, check_request_header_shape, header_equals
 from agentlog.session import Session
@@ -59,19 +59,11 @@ _DELTA_KINDS: Final = {"text-delta": "text", "reasoning-delta": "reasoning", "to
 _NEW, _OPEN, _CLOSED = 0, 1, 2
 
 
-def _valid_text(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _check_text(value: object, what: str, *, empty: bool = True) -> str:
     """``value`` as a valid-Unicode ``str`` (non-empty unless ``empty``), else InvalidEventError."""
     if type(value) is not str:
         raise InvalidEventError(f"{what} must be a str, got {type(value).__name__}")
-    if not value.isascii() and not _valid_text(value):
+    if not value.isascii() and not valid_text(value):
         raise InvalidEventError(f"{what} contains a lone surrogate (not valid Unicode)")
     if not empty and not value:
         raise InvalidEventError(f"{what} must not be empty")
@@ -80,7 +72,7 @@ def _check_text(value: object, what: str, *, empty: bool = True) -> str:
 
 def _clean_text(text: str) -> str:
     """Text made safe to log (lone surrogates escaped): closing a turn must not fail on it."""
-    return text if text.isascii() or _valid_text(text) else text.encode("utf-8", "backslashreplace").decode()
+    return text if text.isascii() or valid_text(text) else text.encode("utf-8", "backslashreplace").decode()
 
 
 def _frozen_object(value: object, root: str) -> FrozenDict:
@@ -649,7 +641,7 @@ class Step:
         """The hot path of both text-like deltas (one call per streamed chunk)."""
         if not self._streaming:
             self._refuse_chunk(method)
-        if type(text) is not str or not (text.isascii() or _valid_text(text)):
+        if type(text) is not str or not (text.isascii() or valid_text(text)):
             _check_text(text, method.replace("_", " "))  # raises
         index = self._last_index if self._last_kind == block else self._open_block(block, None, None)
         self._blocks[index][1].append(text)

@@ -22,11 +22,13 @@ from agentlog.bench.peer_common import (
     Step,
     Turn,
     conversation,
+    fork_async_peer,
     fork_turn,
+    load_async_peer,
     module,
     warm_async_peer,
 )
-from agentlog.bench.runner import current_rss, directory_bytes, peak_rss
+from agentlog.bench.runner import directory_bytes
 
 __all__ = ["SYSTEMS", "events_of", "fork", "load", "record"]
 
@@ -130,23 +132,13 @@ def _warm(workdir: Path, fork: bool) -> None:
 
 def load(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, Any]) -> dict[str, float]:
     """Cold ``get_session`` of the recorded session."""
-    if options.get("warmup"):
-        _warm(workdir, fork=False)
-    before = current_rss()
-    seconds, contents = asyncio.run(_load(workdir / DB_FILE, SESSION_ID))
-    return {"load_s": seconds, "rss_before": before, "peak_rss": peak_rss(), "items": len(contents)}
+    return load_async_peer(DB_FILE, _load, _warm, workdir, options)
 
 
 def fork(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, Any]) -> dict[str, float]:
     """Copy the first T/2 turns' events into a new session (ADK has no fork)."""
-    if options.get("warmup"):
-        _warm(workdir, fork=True)
     prefix = sum(len(events_of(step, "")) for turn in conversation(fork_turn(turns)) for step in turn)
-    size = directory_bytes(workdir)
-    seconds, copied = asyncio.run(_copy_fork(workdir / DB_FILE, prefix, f"fork-{options.get('run', 0)}"))
-    if copied != prefix:
-        raise RuntimeError(f"the copied session holds {copied} events, expected {prefix}")
-    return {"fork_s": seconds, "fork_bytes": directory_bytes(workdir) - size, "fork_items": copied}
+    return fork_async_peer(DB_FILE, _copy_fork, _warm, prefix, workdir, options)
 
 
 SYSTEMS: Final = {

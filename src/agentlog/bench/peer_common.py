@@ -15,11 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from agentlog.bench.runner import current_rss, directory_bytes, peak_rss
 from agentlog.bench.workload import workload_events
 from agentlog.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_END, USER_MESSAGE
 from agentlog.jsonvalue import thaw
 
 __all__ = [
+    "fork_async_peer",
+    "load_async_peer",
     "warm_async_peer",
     "SESSION_ID",
     "ToolCall",
@@ -174,3 +177,30 @@ def warm_async_peer(
     if fork:
         asyncio.run(copy_fork(db_path(scratch), 1, "warmup-fork"))
     shutil.rmtree(scratch)
+
+
+_Load = Callable[[Path, str], Coroutine[Any, Any, tuple[float, list[Any]]]]
+_CopyFork = Callable[[Path, int, str], Coroutine[Any, Any, tuple[float, int]]]
+_Warm = Callable[[Path, bool], None]
+
+
+def load_async_peer(db_file: str, load: _Load, warm: _Warm, workdir: Path,
+                    options: Mapping[str, Any]) -> dict[str, float]:
+    """The load phase of an async SQLite peer: a cold read of the recorded session."""
+    if options.get("warmup"):
+        warm(workdir, False)
+    before = current_rss()
+    seconds, items = asyncio.run(load(workdir / db_file, SESSION_ID))
+    return {"load_s": seconds, "rss_before": before, "peak_rss": peak_rss(), "items": len(items)}
+
+
+def fork_async_peer(db_file: str, copy_fork: _CopyFork, warm: _Warm, prefix: int, workdir: Path,
+                    options: Mapping[str, Any]) -> dict[str, float]:
+    """The fork phase of an async SQLite peer that has no fork: copy ``prefix`` items to a new session."""
+    if options.get("warmup"):
+        warm(workdir, True)
+    size = directory_bytes(workdir)
+    seconds, copied = asyncio.run(copy_fork(workdir / db_file, prefix, f"fork-{options.get('run', 0)}"))
+    if copied != prefix:
+        raise RuntimeError(f"the copied session holds {copied} items, expected {prefix}")
+    return {"fork_s": seconds, "fork_bytes": directory_bytes(workdir) - size, "fork_items": copied}

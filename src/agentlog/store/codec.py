@@ -16,7 +16,7 @@ import orjson
 
 from agentlog.errors import InvalidEventError, SessionCorruptionError
 from agentlog.events import ASSISTANT_CHUNK, Event
-from agentlog.jsonvalue import MAX_SAFE_INTEGER, loads
+from agentlog.jsonvalue import MAX_SAFE_INTEGER, loads, valid_text
 from agentlog.packed import ChunkRun, LogEntry
 
 __all__ = [
@@ -83,17 +83,6 @@ def _is_number(value: object) -> bool:
     if kind is float:
         return value - value == 0.0 and (value != 0.0 or copysign(1.0, value) > 0)  # type: ignore[operator]
     return False
-
-
-def _valid_text(text: str) -> bool:
-    """No lone surrogates (they cannot be encoded as UTF-8)."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 # -- packing ----------------------------------------------------------------------------
@@ -351,8 +340,8 @@ def decode_row_run(  # noqa: C901 - one flat list of checks, in the spec's order
         if not named and keys != _CALL_ROW_KEYS:
             _malformed(tag, "data must be exactly {turn, step, index, dt, id, name?, args}", seq0)
         call_id, name = data["id"], data.get("name")
-        if type(call_id) is not str or not _valid_text(call_id) or (
-            named and (type(name) is not str or not _valid_text(name))
+        if type(call_id) is not str or not valid_text(call_id) or (
+            named and (type(name) is not str or not valid_text(name))
         ):
             _malformed(tag, "id (and name when present) must be strings", seq0)
         payload_key = "args"
@@ -369,7 +358,7 @@ def decode_row_run(  # noqa: C901 - one flat list of checks, in the spec's order
     kind = type(payload)
     if (kind is not list and kind is not tuple) or not payload or set(map(type, payload)) != {str}:
         _malformed(tag, f"{payload_key} must be a non-empty string array", seq0)
-    if not _valid_text("".join(payload)):
+    if not valid_text("".join(payload)):
         _malformed(tag, f"{payload_key} contains a lone surrogate", seq0)
     count = len(payload)
     dt = data["dt"]

@@ -72,7 +72,7 @@ from agentlog.errors import (
 )
 from agentlog.events import TURN_END, Event, surface_op_to_wire
 from agentlog.header import FORMAT_VERSION, SessionHeader
-from agentlog.jsonvalue import MAX_SAFE_INTEGER, dumps, loads
+from agentlog.jsonvalue import MAX_SAFE_INTEGER, dumps, loads, valid_text
 from agentlog.legacy import STORED_EVENT_TYPES, upgrade_legacy_chain
 from agentlog.packed import resolve_entries
 from agentlog.store.base import (
@@ -321,16 +321,6 @@ def _data_value(raw: bytes, compressor: zstandard.ZstdCompressor) -> str | bytes
     return raw.decode("utf-8")
 
 
-def _text_ok(text: str) -> bool:
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def encode_rows(events: Sequence[Event]) -> list[Row]:
     """The physical rows of one durable batch, in seq order (chunk runs packed under the row caps)."""
     compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=False, write_content_size=True)
@@ -339,7 +329,7 @@ def encode_rows(events: Sequence[Event]) -> list[Row]:
     for record in pack_chunk_runs(events, max_members=SQLITE_MAX_MEMBERS, max_bytes=SQLITE_MAX_BYTES):
         if type(record) is Event:
             kind, op, seqs = record[0], record[4], record[5]
-            if not kind or not _text_ok(kind):
+            if not kind or not valid_text(kind):
                 raise InvalidEventError("event type must be a non-empty valid Unicode string",
                                         seq=record[1], event_type=kind)
             append((
