@@ -21,7 +21,7 @@ from agentlog import (
     StoreError,
     UsageError,
 )
-from agentlog.errors import ConcurrentWriterError
+from agentlog.errors import ConcurrentWriterError, ForkError
 from agentlog.jsonvalue import thaw
 from agentlog.store.base import Store
 from tests.contract.conftest import StoreFactory
@@ -267,6 +267,33 @@ def test_fork_child_persists_seed_and_end_seed_once(open_store: StoreFactory) ->
     child.close()
     events = open_store().load("child").events
     assert [e.type for e in events] == [e["type"] for e in log.events[: boundary + 1]] + ["session/end-seed"]
+
+
+def _fork_outcome(store: Store, boundary: int | None, child_id: str) -> object:
+    """What a fork yields: the child's events (type, seq, data) or the ForkError's code and text."""
+    try:
+        child = store.fork("s1", boundary, child_id)
+    except ForkError as exc:
+        return exc.code, str(exc).replace(child_id, "<child>")
+    events = [(e.type, e.seq, thaw(e.data)) for e in child.session.events]
+    child.close()
+    return events
+
+
+def test_a_cold_fork_reads_only_its_prefix_and_matches_a_warm_fork(open_store: StoreFactory) -> None:
+    store = open_store()
+    log = LogBuilder()
+    log.turn(1, chunks=5)
+    log.turn(2, chunks=4)
+    log.turn(3, close=False)
+    stored(store, log)
+    warm = open_store()
+    warm.load("s1")
+    for boundary in [*range(len(log.events) + 1), None, -1]:
+        cold = _fork_outcome(open_store(), boundary, f"cold{boundary}")
+        assert cold == _fork_outcome(warm, boundary, f"warm{boundary}"), boundary
+    assert _fork_outcome(open_store(), 8, "kid")[0] == "OPEN_TURN"  # type: ignore[index]
+    assert [e.type for e in open_store().load("cold10").events][-2:] == ["turn/end", "session/end-seed"]
 
 
 def test_resume_does_not_reappend_and_new_events_continue(open_store: StoreFactory) -> None:

@@ -303,6 +303,27 @@ def test_flipped_byte_in_a_committed_zstd_frame_is_corruption(tmp_path: Path) ->
     assert str(path) in str(info.value)
 
 
+def test_a_cold_fork_before_a_corrupt_frame_reads_only_its_prefix(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path / "root")
+    log = make_log(3)
+    store.create(HEADER)
+    store.append("s1", log.events[:9])  # turn 1 (turn/end at seq 8) in its own frames
+    path = Path(store.locate(HEADER))
+    middle = path.stat().st_size + 20
+    store.append("s1", log.events[9:])
+    data = bytearray(path.read_bytes())
+    data[middle] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with JsonlStore(tmp_path / "root").fork("s1", 8, "kid") as child:
+        assert child.session.header.seed_length == 9
+    assert [e.type for e in JsonlStore(tmp_path / "root").load("kid").events][-2:] == [
+        "turn/end", "session/end-seed"]
+    with pytest.raises(SessionCorruptionError):
+        JsonlStore(tmp_path / "root").fork("s1", 17, "late")  # its prefix crosses the bad frame
+    with pytest.raises(SessionCorruptionError):
+        JsonlStore(tmp_path / "root").load("s1")
+
+
 class FailingFS(FileSystem):
     """Fails the Nth write or fsync with ENOSPC (real files otherwise)."""
 

@@ -156,6 +156,11 @@ class Store(ABC):
     def _load_stored(self, session_id: str) -> StoredLog | None:
         """Read a stored log (header, valid prefix, torn marker), or None if absent."""
 
+    def _load_stored_until(self, session_id: str, until_seq: int) -> StoredLog | None:
+        """Read at least the events with ``seq < until_seq`` (a fork's prefix); backends that
+        can stop reading early override this. The rest of the log may be absent from the result."""
+        return self._load_stored(session_id)
+
     def _load_stored_from(self, session_id: str, from_seq: int) -> StoredLog | None:
         """Read events with ``seq >= from_seq``; seek-capable backends override this."""
         stored = self._load_stored(session_id)
@@ -427,9 +432,7 @@ class Store(ABC):
             source, durable = live.session, live.durable_seq
         else:
             with self._serialized(session_id):
-                stored, source, _closers = self._prepare(session_id)
-            # Only stored events: a torn tail's recovered records are durable after repair only.
-            durable = len(stored.events)
+                source, durable = self._fork_source(session_id, boundary)
         length = check_fork_boundary(EventsView(source._log, durable), boundary, session_id)
         prefix = EventsView(source._log, length)
         header = SessionHeader(
@@ -454,6 +457,31 @@ class Store(ABC):
             lock.release()
             self._states.pop(header.id, None)
             raise
+
+    def _fork_source(self, session_id: str, boundary: int | None) -> tuple[Session, int]:
+        """A validated cold source for ``fork`` and how many of its events are durable.
+
+        A fork needs only the prefix up to its boundary: unless the whole log is cached (or
+        wanted), only that prefix is read and validated, so the cost follows the boundary.
+        """
+        with self._guard:
+            cached = self._prepared.get(session_id)
+        if boundary is None or not is_safe_int(boundary) or boundary < 0 or cached is not None:
+            stored, source, _closers = self._prepare(session_id)
+            # Only stored events: a torn tail's recovered records are durable after repair only.
+            return source, len(stored.events)
+        with gc_paused():
+            read = self._load_stored_until(session_id, boundary + 1)
+            if read is None:
+                raise SessionNotFoundError("session not found", session_id=session_id)
+            events = read.events
+            if len(events) <= boundary:  # the boundary is past the end: the whole log was read
+                stored, source, _closers = self._validate(session_id, read)
+                return source, len(stored.events)
+            end = boundary + 1  # a packed row may straddle it: sessions hold partial rows
+            prefix = StoredLog(read.header, events[:end], read.revision, writers=read.writers)
+            _stored, source, _closers = self._validate(session_id, prefix)
+            return source, end
 
     def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
                            suffix: Sequence[Event] = ()) -> None:

@@ -329,7 +329,10 @@ class JsonlStore(Store):
         return self._find(session_id) is not None
 
     def _load_stored(self, session_id: str) -> StoredLog | None:
-        transcript = self._read_transcript(session_id)
+        return self._load_stored_until(session_id, None)
+
+    def _load_stored_until(self, session_id: str, until_seq: int | None) -> StoredLog | None:
+        transcript = self._read_transcript(session_id, until_seq)
         if transcript is None:
             return None
         events: Sequence[LogEntry] = transcript.events  # immutable: shared, not copied
