@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from agentlog.cli.main import cli
 
 
-def run(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run(store: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "AGENTLOG_STORE": f"jsonl://{store}", "COLUMNS": "200"}
     return subprocess.run([sys.executable, "-m", "agentlog.cli", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+                          env=env, timeout=120, input=input)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_corrupt_session_is_reported_without_a_traceback(tmp_path: Path) -> None
     assert "error:" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("command", ["demo", "list", "show", "verify", "inspect"])
+@pytest.mark.parametrize("command", sorted(set(cli.commands) - {"bench"}))
 def test_every_command_has_help(command: str) -> None:
     result = CliRunner().invoke(cli, [command, "--help"])
     assert result.exit_code == 0
@@ -116,3 +116,41 @@ def test_bench_command_is_the_benchmark_runner(tmp_path: Path) -> None:
     result = run(tmp_path / "store", "bench", "--help")
     assert result.returncode == 0, result.stderr
     assert "usage:" in result.stdout and "--turns" in result.stdout
+
+
+def _two_turns(store_dir: Path) -> None:
+    from agentlog import JsonlStore, Recorder, SessionHeader
+
+    with JsonlStore(store_dir) as store, store.start(SessionHeader(id="s1", cwd="/p")) as live:
+        recorder = Recorder(live)
+        for number in (1, 2):
+            with recorder.turn() as turn:
+                turn.user_message(f"question {number}")
+
+
+def test_fork_materialize_and_delete(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    _two_turns(store)
+    events = [json.loads(line) for line in run(store, "inspect", "s1", "--json").stdout.splitlines()]
+    first_end = next(event["seq"] for event in events if event["type"] == "turn/end")
+
+    forked = run(store, "fork", "s1", "--at", str(first_end), "--child", "kid")
+    assert forked.returncode == 0, forked.stderr
+    assert f"forked kid from s1: {first_end + 1} events shared" in forked.stdout
+    kid = [json.loads(line) for line in run(store, "inspect", "kid", "--json").stdout.splitlines()]
+    assert [event["type"] for event in kid] == [event["type"] for event in events[: first_end + 1]] + [
+        "session/end-seed"]
+
+    inside = run(store, "fork", "s1", "--at", "1", "--child", "bad")
+    assert inside.returncode == 1 and "open turn" in inside.stderr and "Traceback" not in inside.stderr
+
+    refused = run(store, "delete", "s1", "--yes")
+    assert refused.returncode == 1 and "kid" in refused.stderr and "Traceback" not in refused.stderr
+    kept = run(store, "delete", "s1", input="n\n")
+    assert kept.returncode == 1 and "Aborted" in kept.stderr
+    assert run(store, "materialize", "kid").returncode == 0
+    assert run(store, "delete", "s1", input="y\n").returncode == 0
+    assert [json.loads(line)["id"] for line in run(store, "list", "--json").stdout.splitlines()] == ["kid"]
+    assert run(store, "verify", "kid").returncode == 0
+    missing = run(store, "delete", "s1", "--yes")
+    assert missing.returncode == 1 and "not found" in missing.stderr

@@ -23,7 +23,7 @@ from agentlog import (
 )
 from agentlog.errors import ConcurrentWriterError, ForkError
 from agentlog.jsonvalue import thaw
-from agentlog.store.base import Store
+from agentlog.store.base import Store, StoredLog
 from tests.contract.conftest import StoreFactory
 from tests.contract.logs import LogBuilder, wire
 
@@ -269,10 +269,10 @@ def test_fork_child_persists_seed_and_end_seed_once(open_store: StoreFactory) ->
     assert [e.type for e in events] == [e["type"] for e in log.events[: boundary + 1]] + ["session/end-seed"]
 
 
-def _fork_outcome(store: Store, boundary: int | None, child_id: str) -> object:
+def _fork_outcome(store: Store, boundary: int | None, child_id: str, parent: str = "s1") -> object:
     """What a fork yields: the child's events (type, seq, data) or the ForkError's code and text."""
     try:
-        child = store.fork("s1", boundary, child_id)
+        child = store.fork(parent, boundary, child_id)
     except ForkError as exc:
         return exc.code, str(exc).replace(child_id, "<child>")
     events = [(e.type, e.seq, thaw(e.data)) for e in child.session.events]
@@ -294,6 +294,51 @@ def test_a_cold_fork_reads_only_its_prefix_and_matches_a_warm_fork(open_store: S
         assert cold == _fork_outcome(warm, boundary, f"warm{boundary}"), boundary
     assert _fork_outcome(open_store(), 8, "kid")[0] == "OPEN_TURN"  # type: ignore[index]
     assert [e.type for e in open_store().load("cold10").events][-2:] == ["turn/end", "session/end-seed"]
+
+
+def test_forks_from_one_store_validate_a_prefix_once_per_revision(
+    open_store: StoreFactory, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = open_store()
+    log = LogBuilder()
+    for number in (1, 2, 3):
+        log.turn(number)
+    stored(store, log)
+    validated: list[int] = []
+    validate = Store._validate
+
+    def counting(self: Store, session_id: str, stored_log: StoredLog) -> object:
+        validated.append(len(stored_log.events))
+        return validate(self, session_id, stored_log)
+
+    monkeypatch.setattr(Store, "_validate", counting)
+    forker = open_store()
+    forker.fork("s1", 17, "a").close()  # turn/end of turn 2
+    forker.fork("s1", 8, "b").close()  # inside the prefix already validated
+    assert validated == [18]
+    forker.fork("s1", 26, "c").close()  # beyond it: the longer prefix is read
+    assert validated == [18, 27]
+    more = LogBuilder(start=27)
+    more.turn(4)
+    store.append("s1", more.events)
+    forker.fork("s1", 26, "d").close()  # a new revision is validated again
+    assert validated == [18, 27, 27]
+
+
+def test_a_cold_fork_of_a_fork_matches_a_warm_one(open_store: StoreFactory) -> None:
+    store = open_store()
+    log = LogBuilder()
+    log.turn(1, chunks=5)
+    log.turn(2, chunks=4)
+    stored(store, log)
+    with store.fork("s1", 10, "kid") as kid:  # turn 1 shared (by reference where the backend can)
+        kid.session.append("turn/start", {"turn": 2})
+        kid.session.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+    warm = open_store()
+    warm.load("kid")
+    for boundary in range(15):
+        cold = _fork_outcome(open_store(), boundary, f"cold{boundary}", "kid")
+        assert cold == _fork_outcome(warm, boundary, f"warm{boundary}", "kid"), boundary
 
 
 def test_resume_does_not_reappend_and_new_events_continue(open_store: StoreFactory) -> None:

@@ -47,6 +47,8 @@ def _handled(command: F) -> F:
         state = click.get_current_context().find_object(_State)
         try:
             return command(*args, **kwargs)
+        except (click.ClickException, click.Abort):
+            raise  # click reports these itself (usage errors, a declined confirmation)
         except AgentlogError as exc:
             if state is not None and state.debug:
                 raise
@@ -199,6 +201,49 @@ def inspect(state: _State, session_id: str, as_json: bool, from_seq: int) -> Non
         surface = "" if op is None else ("append" if op == "append" else f"replace {op.start}..{op.end}")
         table.add_row(str(event.seq), event.type, surface, _summary(event))
     console.print(table)
+
+
+@cli.command()
+@click.argument("session_id")
+@click.option("--at", "boundary", type=int, default=None, metavar="SEQ",
+              help="Last seq of the shared prefix (default: the last event); must not be inside a turn.")
+@click.option("--child", "child_id", default=None, metavar="ID", help="The child's id (default: generated).")
+@click.pass_obj
+@_handled
+def fork(state: _State, session_id: str, boundary: int | None, child_id: str | None) -> None:
+    """Start a child session from a stable prefix of SESSION_ID (the parent is not changed)."""
+    with state.store() as store, store.fork(session_id, boundary, child_id) as child:
+        header = child.session.header
+        where = store.locate(header)
+    console.print(f"forked {header.id} from {session_id}: "
+                  f"{header.seed_length} events shared (up to seq {(header.seed_length or 0) - 1})")
+    if where is not None:
+        console.print(f"file: {where}")
+
+
+@cli.command()
+@click.argument("session_id")
+@click.pass_obj
+@_handled
+def materialize(state: _State, session_id: str) -> None:
+    """Give a fork its own full copy of its parent's prefix (a no-op for any other session)."""
+    with state.store() as store:
+        store.materialize(session_id)
+    console.print(f"{session_id} holds its whole log")
+
+
+@cli.command()
+@click.argument("session_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+@_handled
+def delete(state: _State, session_id: str, yes: bool) -> None:
+    """Remove a stored session for good (refused while forks share its prefix or it is open)."""
+    if not yes:
+        click.confirm(f"delete session {session_id!r} and its whole log?", abort=True)
+    with state.store() as store:
+        store.delete(session_id)
+    console.print(f"deleted {session_id}")
 
 
 def _iso(ms: int) -> str:

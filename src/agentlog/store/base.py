@@ -148,6 +148,8 @@ class Store(ABC):
         self._states: dict[str, _State] = {}
         self._live: dict[str, LiveSession] = {}
         self._prepared: OrderedDict[str, tuple[StoredLog, Session, list[Event]]] = OrderedDict()
+        self._fork_sources: OrderedDict[str, tuple[str, Session, int]] = OrderedDict()
+        """Validated prefixes that cold forks read: (revision, source, length), like ``_prepared``."""
         self._closed = False
 
     # -- hooks for backends ------------------------------------------------------------
@@ -329,11 +331,16 @@ class Store(ABC):
                     self._prepared.move_to_end(session_id)
                     return cached
             prepared = self._validate(session_id, stored)
-            with self._guard:
-                self._prepared[session_id] = prepared
-                while len(self._prepared) > PREPARED_CACHE_SIZE:
-                    self._prepared.popitem(last=False)
+            self._remember(self._prepared, session_id, prepared)
             return prepared
+
+    def _remember(self, cache: OrderedDict[str, Any], session_id: str, value: Any) -> None:
+        """Put ``value`` in one of the per-revision caches, dropping the least recently used."""
+        with self._guard:
+            cache[session_id] = value
+            cache.move_to_end(session_id)
+            while len(cache) > PREPARED_CACHE_SIZE:
+                cache.popitem(last=False)
 
     def _validate(self, session_id: str, stored: StoredLog) -> tuple[StoredLog, Session, list[Event]]:
         events = [*stored.events, *stored.recovered]
@@ -478,9 +485,15 @@ class Store(ABC):
             if len(events) <= boundary:  # the boundary is past the end: the whole log was read
                 stored, source, _closers = self._validate(session_id, read)
                 return source, len(stored.events)
+            with self._guard:
+                known = self._fork_sources.get(session_id)
+            if known is not None and known[0] == read.revision and known[2] > boundary:
+                self._remember(self._fork_sources, session_id, known)
+                return known[1], known[2]
             end = boundary + 1  # a packed row may straddle it: sessions hold partial rows
             prefix = StoredLog(read.header, events[:end], read.revision, writers=read.writers)
             _stored, source, _closers = self._validate(session_id, prefix)
+            self._remember(self._fork_sources, session_id, (read.revision, source, end))
             return source, end
 
     def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
