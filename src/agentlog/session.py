@@ -205,8 +205,7 @@ class Session:
         index, so the cost follows the surface size rather than the log length.
         """
         session = cls(header, source._clock)
-        log = session._log
-        log.extend(source._log[:length])
+        session._log = log = source._log[:length]
         session._lazy_end = min(source._lazy_end, length)
         session._validated = min(source._validated, length)
         manager, surface = session._manager, source._manager.surface_seqs

@@ -226,9 +226,10 @@ def _notes(ctx: Context) -> None:
              "warm = one store object that already made the same call, new = a new store object per call "
              "(its database connection opened first, untimed). JSONL parses the whole file; SQLite and "
              "PostgreSQL seek.")
-    ctx.note("Fork: store.fork(id, boundary=turn/end of turn T/2, child_id) then close(); cold = a new "
-             "store object per fork (its database connection opened first, untimed), warm = one store "
-             "object that already read the parent.")
+    ctx.note("Fork: store.fork(id, boundary=turn/end of turn T/2, child_id) then close(); warm = one store "
+             "object that already read the parent (as DSH's fork, which takes the live parent Session: the "
+             "5 ms target is this one), cold = a new store object per fork (its database connection opened "
+             "first, untimed), which first reads and validates the parent's prefix up to the boundary.")
     ctx.note("Sizes and fork bytes: JSONL = file bytes under the store root (transcript, lock and "
              "fork-marker files); SQLite = db + WAL after a checkpoint, and the WAL frames a fork's commit "
              "appends (4 KiB pages); PostgreSQL = pg_total_relation_size of the schema's tables, and the "
@@ -659,12 +660,14 @@ def _fork(ctx: Context, backend: Backend, persisted: _Persisted, floors: Floors)
     label = floors.commit_label.replace("the fork's bytes", f"{written:,} bytes")
     ctx.add(Figure("baseline.fork_write_ms", label, "ms", floor_ms, group=group, is_baseline=True))
     full_copy = _full_copy_bytes(ctx, backend, place, children[0])
-    for key, what, samples in (("fork.ms", "fork at turn T/2 + persist (new store object)", cold_samples),
-                               ("fork.warm_ms", "fork at turn T/2 + persist (store that read the parent)",
-                                warm_samples)):
+    for key, what, samples, target in (
+        ("fork.ms", "fork at turn T/2 + persist (new store object: validates the prefix first)", cold_samples,
+         None),
+        ("fork.warm_ms", "fork at turn T/2 + persist (store that read the parent)", warm_samples, FORK_MS),
+    ):
         stat = Stat.of(samples["ms"])
         ctx.add(Figure(key, what, "ms", stat, group=group, baseline=floors.commit_name,
-                       ratio=stat.median / max(floor_ms.median, 1e-9), target=FORK_MS))
+                       ratio=stat.median / max(floor_ms.median, 1e-9), target=target))
     size = Stat.of(cold_samples["bytes"])
     ctx.add(Figure("fork.bytes", f"fork: bytes written ({backend.written_label})", "bytes", size,
                    group=group, baseline="full copy", target=None if backend.database else FORK_BYTES,

@@ -241,8 +241,8 @@ class PostgresStore(Store):
                     self._cache.move_to_end(session_id)
                     self._incarnations[session_id] = info.incarnation
                     stored = cached[1]
-                    return StoredLog(stored.header, list(stored.events), stored.revision, stored.torn,
-                                     writers=list(stored.writers))
+                    return StoredLog(stored.header, stored.events, stored.revision, stored.torn,
+                                     writers=list(stored.writers))  # events: an immutable tuple, shared
             parts = [(sid, start, end, conn.execute(self._sql.rows, (sid, start, end)).fetchall())
                      for sid, start, end in self._segments(conn, info)]
             own = conn.execute(self._sql.rows, (session_id, info.base_length, info.next_seq)).fetchall()
@@ -261,13 +261,13 @@ class PostgresStore(Store):
             raise exc.locate(session_id=session_id) from None
         events.extend(scan.events)
         torn = None if scan.torn is None else _Torn(scan.torn, info.incarnation, info.revision)
-        stored = StoredLog(info.header, events, self._revision(info), torn, writers=writers)
+        stored = StoredLog(info.header, tuple(events), self._revision(info), torn, writers=writers)
         with self._aux:
             self._incarnations[session_id] = info.incarnation
             self._cache[session_id] = ((info.incarnation, info.revision), stored)
             while len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
-        return StoredLog(info.header, list(events), stored.revision, torn, writers=list(stored.writers))
+        return StoredLog(info.header, stored.events, stored.revision, torn, writers=list(stored.writers))
 
     def _load_stored_from(self, session_id: str, from_seq: int) -> StoredLog | None:
         """A seek read: only rows from the one covering ``from_seq`` onward are fetched."""

@@ -971,8 +971,8 @@ class SqliteStore(Store):
             if cached is not None and cached[0] == revision:
                 self._cache.move_to_end(session_id)
                 stored = cached[1]
-                return StoredLog(stored.header, list(stored.events), revision, stored.torn,
-                                 writers=list(stored.writers))
+                return StoredLog(stored.header, stored.events, revision, stored.torn,
+                                 writers=list(stored.writers))  # events: an immutable tuple, shared
             segments = self._prefix_rows(conn, info)
             rows = conn.execute(_ROWS_FROM, (info.key, info.start)).fetchall()
         events: list[Event] = []
@@ -985,12 +985,12 @@ class SqliteStore(Store):
             raise exc.locate(session_id=session_id, file=self._file) from None
         events.extend(scan.events)
         torn = None if scan.torn is None else (scan.torn, revision)
-        stored = StoredLog(info.header, events, revision, torn, writers=writers)
+        stored = StoredLog(info.header, tuple(events), revision, torn, writers=writers)
         with self._db_lock:
             self._cache[session_id] = (revision, stored)
             while len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
-        return StoredLog(info.header, list(events), revision, torn, writers=list(writers))
+        return StoredLog(info.header, stored.events, revision, torn, writers=list(writers))
 
     def _load_stored_from(self, session_id: str, from_seq: int) -> StoredLog | None:
         """Seek read (§5.9): only rows from the one holding ``from_seq`` on are read and decoded."""
