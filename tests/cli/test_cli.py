@@ -154,3 +154,27 @@ def test_fork_materialize_and_delete(tmp_path: Path) -> None:
     assert run(store, "verify", "kid").returncode == 0
     missing = run(store, "delete", "s1", "--yes")
     assert missing.returncode == 1 and "not found" in missing.stderr
+
+
+def test_a_reader_that_goes_away_is_not_an_error(tmp_path: Path) -> None:
+    from agentlog import JsonlStore, SessionHeader
+    from agentlog.bench.workload import record_workload
+
+    store = tmp_path / "store"
+    with JsonlStore(store) as opened, opened.start(SessionHeader(id="big")) as live:
+        record_workload(live.session, 20)  # about 1 MB of JSON lines: more than a pipe holds
+    env = {**os.environ, "AGENTLOG_STORE": f"jsonl://{store}"}
+    command = f"{sys.executable} -m agentlog.cli inspect big --json | head -1"
+    result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=120)
+    assert result.stdout.count("\n") == 1
+    assert result.stderr == ""
+
+
+def test_paths_are_printed_unbroken_on_a_narrow_terminal(tmp_path: Path) -> None:
+    store = tmp_path / ("a-long-directory-name-" * 4) / "store"
+    _two_turns(store)
+    env = {**os.environ, "AGENTLOG_STORE": f"jsonl://{store}", "COLUMNS": "40"}
+    result = subprocess.run([sys.executable, "-m", "agentlog.cli", "fork", "s1", "--child", "kid"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert f"file: {store}" in result.stdout

@@ -7,6 +7,7 @@ a raw traceback is shown only with ``--debug``.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -24,7 +25,7 @@ from agentlog.store.urls import default_store_url, open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-console = Console(highlight=False, markup=False)
+console = Console(highlight=False, markup=False, soft_wrap=True)  # never break ids and paths
 errors = Console(stderr=True, highlight=False, markup=False)
 
 
@@ -49,6 +50,10 @@ def _handled(command: F) -> F:
             return command(*args, **kwargs)
         except (click.ClickException, click.Abort):
             raise  # click reports these itself (usage errors, a declined confirmation)
+        except BrokenPipeError:  # the reader went away (`agentlog list | head -1`): stop quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(1)
         except AgentlogError as exc:
             if state is not None and state.debug:
                 raise
