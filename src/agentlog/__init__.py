@@ -44,9 +44,10 @@ from agentlog.recorder import Recorder, Step, Turn
 from agentlog.repair import interrupted_turn_closers
 from agentlog.request_header import canonical_header, fold_request_header, header_equals
 from agentlog.session import EventsView, Session
-from agentlog.store.base import Inspection, RawArtifact, Snapshot, Store
+from agentlog.store.base import Store
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.memory import MemoryStore
+from agentlog.store.records import Inspection, RawArtifact, Snapshot
 from agentlog.store.sqlite import SqliteStore
 from agentlog.store.urls import open_store
 from agentlog.store.writer import LiveSession

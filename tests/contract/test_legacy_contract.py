@@ -19,7 +19,8 @@ from agentlog import (
     UsageError,
 )
 from agentlog.jsonvalue import thaw
-from agentlog.store.base import Inspection, Store
+from agentlog.store.base import Store
+from agentlog.store.records import Inspection
 from tests.contract.conftest import StoreFactory
 from tests.legacy_logs import (
     MALFORMED_LEGACY,

@@ -23,7 +23,8 @@ from agentlog import (
 )
 from agentlog.errors import ConcurrentWriterError, ForkError
 from agentlog.jsonvalue import thaw
-from agentlog.store.base import Store, StoredLog
+from agentlog.store.base import Store
+from agentlog.store.records import StoredLog
 from tests.contract.conftest import StoreFactory
 from tests.contract.logs import LogBuilder, wire
 

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from agentlog.bulk import gc_paused
@@ -44,80 +44,18 @@ from agentlog.legacy import STORED_EVENT_TYPES, needs_prefix, upgrade_legacy_cha
 from agentlog.packed import LogEntry, resolve_entries
 from agentlog.repair import interrupted_turn_closers
 from agentlog.session import EventsView, Session
+from agentlog.store.records import Inspection, RawArtifact, Snapshot, StoredLog, WriterLock
 
 if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession
 
-__all__ = [
-    "DEFAULT_WRITE_DELAY_MS",
-    "Inspection",
-    "RawArtifact",
-    "Snapshot",
-    "Store",
-    "StoredLog",
-    "WriterLock",
-]
+__all__ = ["DEFAULT_WRITE_DELAY_MS", "Store"]
 
 DEFAULT_WRITE_DELAY_MS = 200
 """The write-behind batching window: a fixed deadline from the first pending event."""
 
 PREPARED_CACHE_SIZE = 5
 """Validated cold sessions kept per store (keyed by revision), as DSH's LRU default."""
-
-
-@dataclass(frozen=True, slots=True)
-class Inspection:
-    """A session as stored: its header and an immutable sequence of events.
-
-    Cold reads return a lazy view: packed chunk rows become events only when read.
-    """
-
-    header: SessionHeader
-    events: Sequence[Event]
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """A listed session and its revision token (changes whenever the stored log changes)."""
-
-    header: SessionHeader
-    revision: str
-
-
-@dataclass(frozen=True, slots=True)
-class RawArtifact:
-    """The durable text of a session exactly as written (decoded from zstd if compressed)."""
-
-    header: SessionHeader
-    filename: str
-    content: str
-
-
-@dataclass(slots=True)
-class StoredLog:
-    """What a backend read: the valid contiguous prefix and an opaque torn-tail marker.
-
-    ``recovered`` are complete events found inside a torn tail that must be re-written
-    when the tail is truncated (zstd torn frames).
-    """
-
-    header: SessionHeader
-    events: Sequence[LogEntry]
-    """Seq-indexed; a backend may leave packed chunk rows packed (``agentlog.packed``)."""
-    revision: str
-    torn: Any = None
-    recovered: list[Event] = field(default_factory=list)
-    writers: list[tuple[int, str]] = field(default_factory=list)
-    """``(first seq, session id)`` of each segment when ancestors wrote part of the log (a fork
-    sharing their prefix), the session's own last; empty when the whole log is its own."""
-
-
-class WriterLock(ABC):
-    """An exclusive right to write one session, held by one ``LiveSession``."""
-
-    @abstractmethod
-    def release(self) -> None:
-        """Give the lock up (idempotent)."""
 
 
 @dataclass(slots=True)

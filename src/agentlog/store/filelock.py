@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from agentlog.errors import PersistenceIOError, SessionLockedError
-from agentlog.store.base import WriterLock
+from agentlog.store.records import WriterLock
 
 __all__ = ["FileLock", "lock_session_file"]
 

@@ -39,15 +39,7 @@ from agentlog.events import Event
 from agentlog.header import SessionHeader
 from agentlog.jsonvalue import frozen_dict
 from agentlog.packed import LogEntry
-from agentlog.store.base import (
-    DEFAULT_WRITE_DELAY_MS,
-    RawArtifact,
-    Snapshot,
-    Store,
-    StoredLog,
-    WriterLock,
-    _State,
-)
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
 from agentlog.store.filelock import lock_session_file
 from agentlog.store.fs import FileSystem
 from agentlog.store.jsonl_format import (
@@ -68,6 +60,7 @@ from agentlog.store.jsonl_format import (
     scan_log,
     scan_zstd_frames,
 )
+from agentlog.store.records import RawArtifact, Snapshot, StoredLog, WriterLock
 
 __all__ = ["JsonlStore"]
 

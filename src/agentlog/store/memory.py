@@ -17,7 +17,8 @@ from typing import Any
 from agentlog.errors import SessionLockedError
 from agentlog.events import Event
 from agentlog.header import SessionHeader
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Snapshot, Store, StoredLog, WriterLock
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
+from agentlog.store.records import Snapshot, StoredLog, WriterLock
 
 __all__ = ["MemoryStore"]
 

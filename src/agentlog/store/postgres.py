@@ -61,12 +61,13 @@ from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.jsonvalue import dumps, freeze, frozen_dict, loads
 from agentlog.legacy import upgrade_legacy_chain
 from agentlog.packed import resolve_entries
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Snapshot, Store, StoredLog, WriterLock, _State
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
 from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_follow import afollow, follow
 from agentlog.store.postgres_locks import TRY_XACT_LOCK, AdvisoryLocks, application_name, locked_error
 from agentlog.store.postgres_rows import encode_rows, scan_rows, scan_suffix
 from agentlog.store.postgres_schema import Statements, ensure_schema
+from agentlog.store.records import Snapshot, StoredLog, WriterLock
 
 __all__ = ["PostgresStore"]
 

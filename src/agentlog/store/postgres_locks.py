@@ -19,9 +19,9 @@ from typing import Any, Final
 import psycopg
 
 from agentlog.errors import SessionLockedError
-from agentlog.store.base import WriterLock
 from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_schema import advisory_key
+from agentlog.store.records import WriterLock
 
 __all__ = ["TRY_XACT_LOCK", "AdvisoryLocks", "SessionLock", "locked_error"]
 

@@ -75,14 +75,7 @@ from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.jsonvalue import MAX_SAFE_INTEGER, dumps, loads, valid_text
 from agentlog.legacy import STORED_EVENT_TYPES, upgrade_legacy_chain
 from agentlog.packed import resolve_entries
-from agentlog.store.base import (
-    DEFAULT_WRITE_DELAY_MS,
-    Snapshot,
-    Store,
-    StoredLog,
-    WriterLock,
-    _State,
-)
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
 from agentlog.store.codec import (
     MIN_RUN,
     ROW_TAGS,
@@ -92,6 +85,7 @@ from agentlog.store.codec import (
     pack_chunk_runs,
 )
 from agentlog.store.filelock import lock_session_file
+from agentlog.store.records import Snapshot, StoredLog, WriterLock
 
 __all__ = [
     "APPLICATION_ID",

@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING
 from agentlog.errors import AgentlogError, PersistenceIOError, UsageError
 from agentlog.events import Event
 from agentlog.session import Session
+from agentlog.store.records import Inspection
 
 if TYPE_CHECKING:
-    from agentlog.store.base import Inspection, Store, WriterLock, _State
+    from agentlog.store.base import Store, _State
+    from agentlog.store.records import WriterLock
 
 __all__ = ["LiveSession"]
 
@@ -121,7 +123,7 @@ class LiveSession:
     def durable_view(self) -> Inspection:
         """The live log for ``Store.load``: flushed first, refused while a turn is open."""
         from agentlog.errors import SessionNotFoundError
-        from agentlog.store.base import Inspection, last_turn_is_open
+        from agentlog.store.base import last_turn_is_open
 
         events = self.session.events  # a snapshot: it never grows
         self.flush()

@@ -1,0 +1,69 @@
+"""What stores hand out and take in: inspections, listings, raw artifacts, stored logs, writer locks."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentlog.events import Event
+from agentlog.header import SessionHeader
+from agentlog.packed import LogEntry
+
+__all__ = ["Inspection", "RawArtifact", "Snapshot", "StoredLog", "WriterLock"]
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """A session as stored: its header and an immutable sequence of events.
+
+    Cold reads return a lazy view: packed chunk rows become events only when read.
+    """
+
+    header: SessionHeader
+    events: Sequence[Event]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A listed session and its revision token (changes whenever the stored log changes)."""
+
+    header: SessionHeader
+    revision: str
+
+
+@dataclass(frozen=True, slots=True)
+class RawArtifact:
+    """The durable text of a session exactly as written (decoded from zstd if compressed)."""
+
+    header: SessionHeader
+    filename: str
+    content: str
+
+
+@dataclass(slots=True)
+class StoredLog:
+    """What a backend read: the valid contiguous prefix and an opaque torn-tail marker.
+
+    ``recovered`` are complete events found inside a torn tail that must be re-written
+    when the tail is truncated (zstd torn frames).
+    """
+
+    header: SessionHeader
+    events: Sequence[LogEntry]
+    """Seq-indexed; a backend may leave packed chunk rows packed (``agentlog.packed``)."""
+    revision: str
+    torn: Any = None
+    recovered: list[Event] = field(default_factory=list)
+    writers: list[tuple[int, str]] = field(default_factory=list)
+    """``(first seq, session id)`` of each segment when ancestors wrote part of the log (a fork
+    sharing their prefix), the session's own last; empty when the whole log is its own."""
+
+
+class WriterLock(ABC):
+    """An exclusive right to write one session, held by one ``LiveSession``."""
+
+    @abstractmethod
+    def release(self) -> None:
+        """Give the lock up (idempotent)."""
