@@ -473,6 +473,22 @@ def test_delete_removes_a_session_and_refuses_live_ones(store: Store) -> None:
     stored(store, log)
 
 
+def test_a_session_recreated_after_delete_is_read_afresh(store: Store) -> None:
+    first = LogBuilder()
+    first.turn(1)
+    stored(store, first)
+    store.load("s1")
+    store.fork("s1", 8, "kid").close()
+    store.delete("kid")
+    store.delete("s1")
+    second = LogBuilder()
+    second.turn(7)
+    stored(store, second)
+    assert wire(list(store.load("s1").events)) == second.events
+    with store.fork("s1", 8, "kid") as kid:
+        assert kid.session.events[0].data == {"turn": 7}
+
+
 def test_fork_of_a_live_parent_uses_its_flushed_log(store: Store) -> None:
     live = store.start(HEADER)
     live.session.append("turn/start", {"turn": 1})

@@ -469,6 +469,9 @@ class Store(ABC):
             try:
                 self._delete_stored(session_id)
                 self._states.pop(session_id, None)
+                with self._guard:  # release what was read of it
+                    self._prepared.pop(session_id, None)
+                    self._fork_sources.pop(session_id, None)
             finally:
                 lock.release()
 
