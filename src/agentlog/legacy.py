@@ -18,7 +18,7 @@ guessed at, and so is a message event left without an identified message.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, NoReturn, TypeVar, cast
 
 from agentlog.errors import InvalidEventError
@@ -40,6 +40,7 @@ from agentlog.packed import ChunkRun, LogEntry
 
 __all__ = [
     "LEGACY_EVENT_TYPES",
+    "chain_writers",
     "STORED_EVENT_TYPES",
     "legacy_message_id",
     "needs_prefix",
@@ -113,6 +114,16 @@ def upgrade_legacy_chain(session_id: str, events: Sequence[LogEntry],
         if start < end:
             done = upgrade_legacy(writer, [*done, *events[start:end]])
     return done
+
+
+def chain_writers(shared: Iterable[tuple[int, str]], own_start: int,
+                  session_id: str) -> list[tuple[int, str]]:
+    """The ``writers`` of ``upgrade_legacy_chain`` for a fork: ``(first seq, ancestor id)`` of each
+    shared segment, oldest first, then the session's own part; empty when nothing is shared."""
+    writers = list(shared)
+    if writers:
+        writers.append((own_start, session_id))
+    return writers
 
 
 def needs_prefix(events: Sequence[LogEntry]) -> bool:

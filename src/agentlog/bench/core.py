@@ -20,7 +20,7 @@ from agentlog.invariants import InvariantChecker
 from agentlog.jsonvalue import thaw
 from agentlog.session import Session
 
-__all__ = ["SMALL_TURNS", "SUITE", "derive_cost_per_step", "record_once", "run"]
+__all__ = ["SMALL_TURNS", "SUITE", "derive_cost_per_step", "measure_generation", "record_once", "run"]
 
 SMALL_TURNS: Final = 100
 """The smaller session size at which ``derive_messages()`` per step is compared (constant in T)."""
@@ -48,7 +48,7 @@ def run(ctx: Context) -> None:
 
     dumps_s = ctx.attempt("baseline dumps", lambda: _baseline_dumps(ctx, wires))
     loads_s = ctx.attempt("baseline loads", lambda: _baseline_loads(ctx, lines))
-    generation = ctx.attempt("workload generation", lambda: _generation(ctx, turns))
+    generation = ctx.attempt("workload generation", lambda: measure_generation(ctx, turns))
     if generation is None:
         ctx.note("Text generation could not be timed: record figures below are gross, not net.")
         generation = 0.0
@@ -89,11 +89,11 @@ def _baseline_loads(ctx: Context, lines: Sequence[bytes]) -> float:
     return statistics.median(seconds)
 
 
-def _generation(ctx: Context, turns: int) -> float:
+def measure_generation(ctx: Context, turns: int, key: str = "baseline.generation_s",
+                       label: str = "baseline: workload text generation") -> float:
     """Seconds the workload spends drawing its text, which every record figure subtracts."""
-    seconds = ctx.measure("baseline: workload text generation", lambda: {"s": generation_seconds(turns)})["s"]
-    ctx.add(Figure("baseline.generation_s", "workload text generation (not recording)", "s",
-                   Stat.of(seconds), is_baseline=True))
+    seconds = ctx.measure(label, lambda: {"s": generation_seconds(turns)})["s"]
+    ctx.add(Figure(key, "workload text generation (not recording)", "s", Stat.of(seconds), is_baseline=True))
     return statistics.median(seconds)
 
 

@@ -23,6 +23,7 @@ from typing import Any, Final
 import orjson
 import zstandard
 
+from agentlog.bench.core import measure_generation
 from agentlog.bench.runner import (
     Comparison,
     Context,
@@ -36,7 +37,7 @@ from agentlog.bench.runner import (
     run_child,
 )
 from agentlog.bench.store_backends import Backend, Floors, JsonlBackend, PostgresBackend, SqliteBackend
-from agentlog.bench.workload import generation_seconds, record_workload
+from agentlog.bench.workload import record_workload
 from agentlog.errors import AgentlogError
 from agentlog.events import TURN_END, Event
 from agentlog.header import SessionHeader
@@ -191,11 +192,8 @@ def run(ctx: Context) -> None:
             ctx.note(f"{name} skipped: {problem}")
     generation = 0.0
     if backends:
-        seconds = ctx.measure("store baseline: workload text generation",
-                              lambda: {"s": generation_seconds(ctx.options.turns)})["s"]
-        ctx.add(Figure("baseline.store_generation_s", "workload text generation (not recording)", "s",
-                       Stat.of(seconds), is_baseline=True))
-        generation = statistics.median(seconds)
+        generation = measure_generation(ctx, ctx.options.turns, "baseline.store_generation_s",
+                                        "store baseline: workload text generation")
     for backend in backends:
         try:
             described = ctx.attempt(f"{backend.name} setup", backend.describe)

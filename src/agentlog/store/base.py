@@ -407,32 +407,34 @@ class Store(ABC):
         """A validated cold source for ``fork`` and how many of its events are durable.
 
         A fork needs only the prefix up to its boundary: unless the whole log is cached (or
-        wanted), only that prefix is read and validated, so the cost follows the boundary.
+        wanted, or the boundary lies past its end), only that prefix is read and validated, so
+        the cost follows the boundary. The validated prefix is cached per revision.
         """
         with self._guard:
-            cached = self._prepared.get(session_id)
-        if boundary is None or not is_safe_int(boundary) or boundary < 0 or cached is not None:
-            stored, source, _closers = self._prepare(session_id)
-            # Only stored events: a torn tail's recovered records are durable after repair only.
-            return source, len(stored.events)
-        with gc_paused():
-            read = self._load_stored_until(session_id, boundary + 1)
-            if read is None:
-                raise SessionNotFoundError("session not found", session_id=session_id)
-            events = read.events
-            if len(events) <= boundary:  # the boundary is past the end: the whole log was read
-                stored, source, _closers = self._validate(session_id, read)
-                return source, len(stored.events)
-            with self._guard:
-                known = self._fork_sources.get(session_id)
-            if known is not None and known[0] == read.revision and known[2] > boundary:
-                self._remember(self._fork_sources, session_id, known)
+            whole_known = session_id in self._prepared
+        if boundary is not None and is_safe_int(boundary) and boundary >= 0 and not whole_known:
+            with gc_paused():
+                read = self._load_stored_until(session_id, boundary + 1)
+                if read is None:
+                    raise SessionNotFoundError("session not found", session_id=session_id)
+                if len(read.events) > boundary:
+                    return self._fork_prefix(session_id, read, boundary + 1)
+        stored, source, _closers = self._prepare(session_id)
+        # Only stored events: a torn tail's recovered records are durable after repair only.
+        return source, len(stored.events)
+
+    def _fork_prefix(self, session_id: str, read: StoredLog, end: int) -> tuple[Session, int]:
+        """The first ``end`` events of ``read`` validated (or a cached validation that covers them)."""
+        with self._guard:
+            known = self._fork_sources.get(session_id)
+            if known is not None and known[0] == read.revision and known[2] >= end:
+                self._fork_sources.move_to_end(session_id)
                 return known[1], known[2]
-            end = boundary + 1  # a packed row may straddle it: sessions hold partial rows
-            prefix = StoredLog(read.header, events[:end], read.revision, writers=read.writers)
-            _stored, source, _closers = self._validate(session_id, prefix)
-            self._remember(self._fork_sources, session_id, (read.revision, source, end))
-            return source, end
+        # A packed row may straddle ``end``: sessions hold partial rows.
+        prefix = StoredLog(read.header, read.events[:end], read.revision, writers=read.writers)
+        _stored, source, _closers = self._validate(session_id, prefix)
+        self._remember(self._fork_sources, session_id, (read.revision, source, end))
+        return source, end
 
     def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
                            suffix: Sequence[Event] = ()) -> None:

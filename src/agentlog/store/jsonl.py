@@ -38,6 +38,7 @@ from agentlog.errors import (
 from agentlog.events import Event
 from agentlog.header import SessionHeader
 from agentlog.jsonvalue import frozen_dict
+from agentlog.legacy import chain_writers
 from agentlog.packed import LogEntry
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
 from agentlog.store.filelock import lock_session_file
@@ -331,8 +332,8 @@ class JsonlStore(Store):
         events: Sequence[LogEntry] = transcript.events  # immutable: shared, not copied
         writers: list[tuple[int, str]] = []
         if _is_shared(transcript.stored_header):
-            prefix, writers = self._shared_prefix(transcript)
-            writers.append((first_stored_seq(transcript.stored_header), session_id))
+            prefix, shared = self._shared_prefix(transcript)
+            writers = chain_writers(shared, first_stored_seq(transcript.stored_header), session_id)
             events = [*prefix, *events]
         torn = transcript.torn
         return StoredLog(_public_header(transcript.stored_header), events, transcript.revision, torn,

@@ -59,7 +59,7 @@ from agentlog.errors import (
 from agentlog.events import Event, is_safe_int
 from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.jsonvalue import dumps, freeze, frozen_dict, loads
-from agentlog.legacy import upgrade_legacy_chain
+from agentlog.legacy import chain_writers, upgrade_legacy_chain
 from agentlog.packed import resolve_entries
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
 from agentlog.store.postgres_errors import translate
@@ -247,9 +247,8 @@ class PostgresStore(Store):
             parts = [(sid, start, end, conn.execute(self._sql.rows, (sid, start, end)).fetchall())
                      for sid, start, end in self._segments(conn, info)]
             own = conn.execute(self._sql.rows, (session_id, info.base_length, info.next_seq)).fetchall()
-        writers = [(start, sid) for sid, start, _end, _rows in parts]
-        if writers:
-            writers.append((info.base_length, session_id))
+        shared = [(start, sid) for sid, start, _end, _rows in parts]
+        writers = chain_writers(shared, info.base_length, session_id)
         events: list[Event] = []
         for sid, start, end, rows in parts:
             try:
@@ -279,16 +278,15 @@ class PostgresStore(Store):
                 return None
             info = _info(row)
             parts = []
-            writers: list[tuple[int, str]] = []
+            shared: list[tuple[int, str]] = []
             if from_seq < info.base_length:
                 for sid, start, end in self._segments(conn, info):
                     if end > from_seq:
                         first = max(start, from_seq)
                         rows = conn.execute(self._sql.rows_from, {"id": sid, "from": first, "end": end})
                         parts.append((first, end, rows.fetchall()))
-                        writers.append((start, sid))
-                if writers:
-                    writers.append((info.base_length, session_id))
+                        shared.append((start, sid))
+            writers = chain_writers(shared, info.base_length, session_id)
             first = max(info.base_length, from_seq)
             rows = conn.execute(self._sql.rows_from, {"id": session_id, "from": first, "end": info.next_seq})
             parts.append((first, info.next_seq, rows.fetchall()))

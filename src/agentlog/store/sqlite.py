@@ -73,7 +73,7 @@ from agentlog.errors import (
 from agentlog.events import TURN_END, Event, surface_op_to_wire
 from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.jsonvalue import MAX_SAFE_INTEGER, dumps, loads, valid_text
-from agentlog.legacy import STORED_EVENT_TYPES, upgrade_legacy_chain
+from agentlog.legacy import STORED_EVENT_TYPES, chain_writers, upgrade_legacy_chain
 from agentlog.packed import resolve_entries
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
 from agentlog.store.codec import (
@@ -401,10 +401,9 @@ _ROW_ERRORS: Final = (AgentlogError, ValueError, TypeError, zstandard.ZstdError)
 
 def _writers(segments: Sequence[tuple[int, int, list[Row], str]], own_start: int,
              session_id: str) -> list[tuple[int, str]]:
-    """``StoredLog.writers`` of a fork chain: each shared segment's start and writer, then the own part."""
-    if not segments:
-        return []
-    return [*((start, writer) for start, _limit, _rows, writer in segments), (own_start, session_id)]
+    """``StoredLog.writers`` of a fork chain read as ``_prefix_rows`` segments."""
+    shared = [(start, writer) for start, _limit, _rows, writer in segments]
+    return chain_writers(shared, own_start, session_id)
 
 
 def _why(exc: BaseException) -> str:
