@@ -47,7 +47,7 @@ from agentlog.session import EventsView, Session
 from agentlog.store.base import Store
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.memory import MemoryStore
-from agentlog.store.records import Inspection, RawArtifact, Snapshot
+from agentlog.store.records import Inspection, RawArtifact, Recovery, Snapshot
 from agentlog.store.sqlite import SqliteStore
 from agentlog.store.urls import open_store
 from agentlog.store.writer import LiveSession
@@ -114,6 +114,7 @@ __all__ = [
     "PostgresStore",
     "RawArtifact",
     "Recorder",
+    "Recovery",
     "Replace",
     "Replacement",
     "Session",

@@ -44,7 +44,7 @@ from agentlog.legacy import STORED_EVENT_TYPES, needs_prefix, upgrade_legacy_cha
 from agentlog.packed import LogEntry, resolve_entries
 from agentlog.repair import interrupted_turn_closers
 from agentlog.session import EventsView, Session
-from agentlog.store.records import Inspection, RawArtifact, Snapshot, StoredLog, WriterLock
+from agentlog.store.records import Inspection, RawArtifact, Recovery, Snapshot, StoredLog, WriterLock
 
 if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession
@@ -243,7 +243,8 @@ class Store(ABC):
         return session
 
     def inspect(self, session_id: str) -> Inspection:
-        """Like ``load`` but never writes: closers of an interrupted turn exist only in the result."""
+        """Like ``load`` but never writes: closers of an interrupted turn exist only in the result,
+        and ``recovery`` says what ``load`` would repair (torn tail, closers)."""
         self._check_open()
         live = self._live.get(session_id)
         if live is not None:
@@ -251,7 +252,8 @@ class Store(ABC):
         with self._serialized(session_id):
             stored, session, closers = self._prepare(session_id)
         log = [*session._log, *closers]
-        return Inspection(stored.header, EventsView(log, len(log), session._lazy_end))
+        return Inspection(stored.header, EventsView(log, len(log), session._lazy_end),
+                          Recovery.found(stored, closers))
 
     def _prepare(self, session_id: str) -> tuple[StoredLog, Session, list[Event]]:
         """Read and validate a cold session and compute its repair closers.

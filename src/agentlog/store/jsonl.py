@@ -337,7 +337,8 @@ class JsonlStore(Store):
             events = [*prefix, *events]
         torn = transcript.torn
         return StoredLog(_public_header(transcript.stored_header), events, transcript.revision, torn,
-                         list(torn.recovered) if torn is not None else [], writers)
+                         list(torn.recovered) if torn is not None else [], writers,
+                         None if torn is None else (torn.truncate_to, torn.size))
 
     def _shared_prefix(self, child: _Transcript) -> tuple[list[LogEntry], list[tuple[int, str]]]:
         """The events a shared-prefix fork reads from its ancestors (iterative over a fork chain).
