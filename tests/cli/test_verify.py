@@ -333,10 +333,21 @@ def test_inspect_prints_a_100k_deep_value(tmp_path: Path) -> None:
         live.session.append("hook/invoked", {"value": deep})
         live.session.append("tool/call", {"turn": 1, "step": 1, "callId": "c", "name": "f",
                                           "arguments": {"x": deep}})
-        live.session.append("step/end", {"turn": 1, "step": 1})
-        live.session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
-    result = run(url, "inspect", "deep")
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
-    assert '{"value":[[[[' in result.stdout and 'f {"x":[[[[' in result.stdout
-    assert run(url, "verify", "deep").returncode == 0
+        question = {"id": "u", "role": "user", "source": {"kind": "user"},
+                    "content": [{"type": "text", "text": "go"}]}
+        live.session.append("user/message", question, surface_op="append")
+        message = {"id": "a", "role": "assistant", "source": {"kind": "model", "provider": "p", "model": "m"},
+                   "content": [{"type": "tool-call", "id": "c", "name": "f", "arguments": {"x": deep}}]}
+        live.session.append("assistant/message", {"turn": 1, "step": 1, "message": message},
+                            source_event_seqs=[], surface_op="append")
+    inspected = run(url, "inspect", "deep")
+    assert inspected.returncode == 0, inspected.stderr[-2000:]
+    assert '{"value":[[[[' in inspected.stdout and 'f {"x":[[[[' in inspected.stdout
+    assert "→ f({\"x\":[[[[" in inspected.stdout
+    shown = run(url, "show", "deep")
+    assert shown.returncode == 0 and "→ f({\"x\":[[[[" in shown.stdout, shown.stderr[-2000:]
+    as_json = run(url, "show", "deep", "--json")
+    assert as_json.returncode == 0, as_json.stderr[-2000:]
+    assert as_json.stdout.startswith("[") and '"arguments":{"x":[[[[' in as_json.stdout
+    assert run(url, "inspect", "deep", "--json").returncode == 0
+    assert run(url, "verify", "deep").returncode == 2  # the turn is open: it would be closed

@@ -156,7 +156,7 @@ def show(state: _State, session_id: str, as_json: bool) -> None:
         inspection = store.inspect(session_id)
     messages = transcript(inspection.events)
     if as_json:
-        sys.stdout.write(orjson.dumps(messages, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(_indented(messages) + "\n")
         return
     for message in messages:
         _print_message(message)
@@ -338,6 +338,14 @@ def _text_of(blocks: Any) -> str:
 
 
 _DONE = object()
+
+
+def _indented(value: Any) -> str:
+    """Indented JSON; past orjson's depth limit, compact JSON from the iterative encoder."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    except orjson.JSONEncodeError:
+        return dumps(value).decode()
 
 
 def _compact(value: Any) -> str:
