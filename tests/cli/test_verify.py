@@ -147,8 +147,10 @@ def test_missing_session_exits_1_and_usage_errors_exit_64_as_help_says(tmp_path:
     missing = run(url, "verify", "nope")
     assert missing.returncode == 1 and "not found" in missing.stderr
     assert "Traceback" not in missing.stderr
-    assert run(url, "verify").returncode == 64
-    assert run(url, "verify", "s1", "--bogus").returncode == 64
+    no_id = run(url, "verify")
+    assert no_id.returncode == 64 and "Missing argument 'SESSION_ID'" in no_id.stderr
+    bad_option = run(url, "verify", "s1", "--bogus")
+    assert bad_option.returncode == 64 and "No such option '--bogus'" in bad_option.stderr
     shown = run(url, "verify", "--help")
     assert shown.returncode == 0
     text = " ".join(shown.stdout.split())

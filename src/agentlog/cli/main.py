@@ -173,7 +173,7 @@ class _VerifyCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as exc:
-            raise _VerifyUsageError(exc.message, exc.ctx) from None
+            raise _VerifyUsageError(exc.format_message(), exc.ctx) from None
 
 
 @cli.command(cls=_VerifyCommand)
