@@ -193,6 +193,8 @@ def verify(state: _State, session_id: str) -> None:
       2  readable but recovered: a torn tail is ignored and/or an interrupted
          turn would be closed (load/open commits that repair)
       64 usage error
+
+    A turn that another process is still recording looks interrupted here too.
     """
     from agentlog.invariants import check_invariants
     from agentlog.session import Session
