@@ -7,9 +7,10 @@ is being written or read back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
+from weakref import WeakKeyDictionary
 
 from agentlog.errors import InvariantError
 from agentlog.events import (
@@ -287,24 +288,62 @@ class InvariantChecker:
         apply_transition(self.trace, plan_transition(self.trace, event))
 
     @classmethod
-    def attach(cls, session: Session) -> Callable[[], None]:
+    def attach(cls, session: Session, *, replay: Literal["all", "last-turn"] = "all") -> Callable[[], None]:
         """Check every future append of ``session``; returns a function that stops checking.
 
-        Replays the existing events first (raising ``InvariantError`` if they break a rule),
-        then validates each candidate before it commits (a failure vetoes the append) and
-        advances only after commit, so a veto by a later validator leaves no trace.
+        Replays the existing events first (raising ``InvariantError`` if they break a rule):
+        all of them, or with ``replay="last-turn"`` only those from the last turn boundary on
+        (what a store does when it opens a log restore already validated: O(last turn), not
+        O(log)). Then validates each candidate before it commits (a failure vetoes the append)
+        and advances only after commit, so a veto by a later validator leaves no trace.
         """
         checker = cls()
-        for event in session.events:
-            try:
-                checker.feed(event)
-            except InvariantError as exc:
-                raise exc.locate(session_id=session.id) from None
+        events = session.events
+        start = 0
+        if replay == "last-turn":
+            checker.trace, start = _trace_before_last_turn(events)
+        try:
+            for index in range(start, len(events)):
+                checker.feed(events[index])
+        except InvariantError as exc:
+            raise exc.locate(session_id=session.id) from None
         remove_validator = session.add_validator(checker.validate)
         unsubscribe = session.subscribe(checker.commit)
+        _ATTACHED[session] = checker
 
         def detach() -> None:
             remove_validator()
             unsubscribe()
+            if _ATTACHED.get(session) is checker:
+                del _ATTACHED[session]
 
         return detach
+
+    @staticmethod
+    def attached(session: Session) -> bool:
+        """Whether a live checker is checking ``session``'s appends (so none is added twice)."""
+        return session in _ATTACHED
+
+
+_ATTACHED: Final[WeakKeyDictionary[Session, InvariantChecker]] = WeakKeyDictionary()
+
+
+def _trace_before_last_turn(events: Sequence[Event]) -> tuple[Trace, int]:
+    """The trace just before the log's last turn boundary, and the index to replay from.
+
+    After a ``turn/end`` of turn T nothing is open and the next turn is T + 1; before a
+    ``turn/start`` of turn T, T is next. A boundary without an integer turn replays all.
+    """
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if event.type in _BOUNDARIES:
+            turn = _get(event.data, "turn")
+            if type(turn) is not int:
+                return Trace(), 0
+            if event.type == TURN_END:
+                return Trace(last_seq=event.seq, next_turn=turn + 1), index + 1
+            return Trace(last_seq=events[index - 1].seq if index else -1, next_turn=turn), index
+    return Trace(), 0
+
+
+_BOUNDARIES: Final = frozenset({TURN_START, TURN_END})

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from agentlog.errors import InvalidEventError, UsageError
 from agentlog.events import TODO_WRITE, TURN_END, TURN_START, USER_MESSAGE, Event
+from agentlog.invariants import InvariantChecker
 from agentlog.jsonvalue import FrozenDict, freeze, frozen_dict
 from agentlog.recorder_step import Step
 from agentlog.recorder_values import (
@@ -59,18 +60,32 @@ class Recorder:
     and ``step.on_request_error(exc)`` / ``await step.aon_request_error(exc)`` runs context-overflow
     recovery, returning True when the surface was replaced so the loop retries the request in the
     same step. Inside an event loop use ``async with turn.step()`` so the check can be awaited.
+
+    Every append is checked against the turn/step/tool invariants (spec §11): a plain ``Session``
+    gets an ``InvariantChecker`` unless ``check_invariants=False``; a ``LiveSession`` keeps the
+    choice its store made (``store.start(..., check_invariants=False)``). Never two checkers.
     """
 
     __slots__ = ("_active", "_last_turn", "_open_in_log", "_overflows", "_requested", "_scanned",
                  "compactor", "flush", "session")
 
     def __init__(self, session: Session | LiveSession, *, flush: Flush | None = None,
-                 checkpoint: bool = True, compactor: Any = None) -> None:
+                 checkpoint: bool = True, compactor: Any = None,
+                 check_invariants: bool | None = None) -> None:
         if not isinstance(session, Session):
             live = session
             session = live.session
             if flush is None and checkpoint:
                 flush = live.flush
+            if check_invariants is None:
+                check_invariants = live.checks_invariants
+        if check_invariants is None or check_invariants:
+            if not InvariantChecker.attached(session):
+                InvariantChecker.attach(session, replay="last-turn")
+        elif InvariantChecker.attached(session):
+            raise UsageError("check_invariants=False, but this session is already checked: opt out where "
+                             "the session is made (store.start/open/fork(..., check_invariants=False))",
+                             session_id=session.id)
         self.session = session
         self.flush = flush if checkpoint else None
         self.compactor = compactor

@@ -428,6 +428,10 @@ class Step:
 
     def _log_call(self, call_id: str, name: str, arguments: str) -> Event:
         self._require_open("tool_call")
+        if self._message is None:  # DSH order: the model asks for the call, then the tool runs (§1)
+            raise UsageError("step.tool_call() before this step's assistant/message: log the model's "
+                             "message (step.assistant()) first", session_id=self._session.id,
+                             seq=self._session.seq, event_type=TOOL_CALL)
         check_text(call_id, "tool call id", empty=False)
         check_text(name, "tool name", empty=False)
         check_text(arguments, "tool arguments")
