@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 from agentlog.errors import InvalidEventError, UsageError
-from agentlog.events import TODO_WRITE, TURN_END, TURN_START, USER_MESSAGE, Event
+from agentlog.events import STEP_START, TODO_WRITE, TURN_END, TURN_START, USER_MESSAGE, Event
 from agentlog.invariants import InvariantChecker
 from agentlog.jsonvalue import FrozenDict, freeze, frozen_dict
 from agentlog.recorder_step import Step
@@ -27,6 +27,7 @@ from agentlog.recorder_values import (
     frozen_object,
     kind_tagged,
     llm_failure,
+    located,
     turn_end_reason,
     user_message_data,
 )
@@ -187,6 +188,7 @@ class Turn:
     def is_open(self) -> bool:
         return self._state == OPEN
 
+    @located(TURN_START)
     def start(self) -> Turn:
         """Log ``turn/start``; the context managers call this for you."""
         recorder = self._recorder
@@ -225,17 +227,20 @@ class Turn:
                         tb: TracebackType | None) -> None:
         self.__exit__(exc_type, exc, tb)
 
+    @located(STEP_START)
     def step(self) -> Step:
         """The next step of this turn; ``step/start`` is logged when it starts."""
         self._require_open("step")
         return Step(self)
 
+    @located(USER_MESSAGE)
     def user_message(self, content: str | Sequence[Any], *, source: Mapping[str, Any] | None = None,
                      id: str | None = None) -> Event:
         """Log a ``user/message`` (surface append); ``content`` is text or content blocks."""
         self._require_open("user_message")
         return self._session.append(USER_MESSAGE, user_message_data(content, source, id), surface_op="append")
 
+    @located(TODO_WRITE)
     def todo_write(self, todos: Sequence[Mapping[str, Any]]) -> Event:
         """Log the whole todo list (``todo/write``; last write wins)."""
         self._require_open("todo_write")
@@ -251,6 +256,7 @@ class Turn:
         """Mark the turn truncated: it will end ``max-tokens`` instead of ``completed`` (sticky)."""
         self._truncated = True
 
+    @located(TURN_END)
     def end(self, reason: Mapping[str, Any] | None = None) -> Event:
         """Close any open step and log ``turn/end`` (default ``completed``, or ``max-tokens`` if marked)."""
         self._require_open("end")
@@ -262,6 +268,7 @@ class Turn:
         reason = frozen_dict({"kind": cause}) if isinstance(cause, str) else cause
         return self.end({"kind": "aborted", "reason": reason})
 
+    @located(TURN_END)
     def fail(self, error: BaseException | Mapping[str, Any]) -> Event:
         """End the turn ``error`` with an LlmFailure (from an exception or given as a mapping)."""
         if isinstance(error, BaseException):

@@ -33,6 +33,7 @@ from agentlog.recorder_values import (
     content_blocks,
     frozen_object,
     is_abort,
+    located,
     new_message_id,
     user_message_data,
 )
@@ -96,6 +97,7 @@ class Step:
         self._recorder._pre_step()
         return self._start()
 
+    @located(STEP_START)
     def _check_startable(self) -> None:
         turn = self._turn
         if self._state != NEW:
@@ -179,6 +181,7 @@ class Step:
                         tb: TracebackType | None) -> None:
         self.__exit__(exc_type, exc, tb)
 
+    @located(STEP_END)
     def end(self) -> Event:
         """Log ``step/end``; tool calls still unanswered stay so (the invariants allow it)."""
         self._require_open("end")
@@ -194,6 +197,7 @@ class Step:
 
     # -- messages and request state ------------------------------------------------------
 
+    @located(USER_MESSAGE)
     def user_message(self, content: str | Sequence[Any], *, source: Mapping[str, Any] | None = None,
                      id: str | None = None) -> Event:
         """Log a ``user/message`` (surface append); DSH's loop writes the prompt inside step 1."""
@@ -223,20 +227,25 @@ class Step:
         await self._recorder._flush_async()
         return event
 
+    @located(REQUEST_CONTEXT)
+    def _request_context(self, context: Mapping[str, Any]) -> FrozenDict:
+        """``{provider, model, contextWindow?}`` validated and frozen (refusals name request/context)."""
+        ctx = frozen_object(context, "data")
+        for key in ("provider", "model"):
+            if type(ctx.get(key)) is not str or not ctx[key]:
+                raise InvalidEventError(f"request/context lacks {key}", path=f"data.{key}")
+        window = ctx.get("contextWindow", 1)
+        if not (is_safe_int(window) and window > 0):
+            raise InvalidEventError("request/context contextWindow must be a positive integer",
+                                    path="data.contextWindow")
+        return ctx
+
+    @located(REQUEST_HEADER)
     def _log_request(self, header: Mapping[str, Any], context: Mapping[str, Any] | None) -> Event | None:
         self._require_open("request_header")
         frozen = frozen_object(header, "data.header")
         check_request_header_shape({"header": frozen}, "request/header")
-        ctx = None
-        if context is not None:
-            ctx = frozen_object(context, "data")
-            for key in ("provider", "model"):
-                if type(ctx.get(key)) is not str or not ctx[key]:
-                    raise InvalidEventError(f"request/context lacks {key}", path=f"data.{key}")
-            window = ctx.get("contextWindow", 1)
-            if not (is_safe_int(window) and window > 0):
-                raise InvalidEventError("request/context contextWindow must be a positive integer",
-                                        path="data.contextWindow")
+        ctx = None if context is None else self._request_context(context)
         session, recorder = self._session, self._recorder
         previous = session.request_header()
         if previous is None:
@@ -268,7 +277,7 @@ class Step:
         if not self._streaming:
             self._refuse_chunk(method)
         if type(text) is not str or not (text.isascii() or valid_text(text)):
-            check_text(text, method.replace("_", " "))  # raises
+            self._refuse_text(text, method)
         index = self._last_index if self._last_kind == block else self._open_block(block, None, None)
         self._blocks[index][1].append(text)
         chunk = _new_dict(FrozenDict)  # frozen_dict, inlined: one delta per streamed token
@@ -279,19 +288,20 @@ class Step:
         self._chunk_seqs.append(event[1])
         return event
 
+    @located(ASSISTANT_CHUNK)
     def tool_call_delta(self, id: str, name: str | None, args_delta: str) -> Event:
         """Log a ``tool-call-delta`` chunk; deltas with the same call id build one tool-call block."""
         if not self._streaming:
             self._refuse_chunk("tool_call_delta")
-        check_text(id, "tool call id", empty=False)
-        check_text(args_delta, "tool call arguments delta")
+        check_text(id, "tool call id", path="data.chunk.id", empty=False)
+        check_text(args_delta, "tool call arguments delta", path="data.chunk.argumentsDelta")
         index = self._tool_blocks.get(id)
         if index is None:
             index = self._open_block("tool-call", id, None)
             self._tool_blocks[id] = index
         block = self._blocks[index]
         if name is not None:
-            block[3] = check_text(name, "tool name", empty=False)
+            block[3] = check_text(name, "tool name", path="data.chunk.name", empty=False)
         block[1].append(args_delta)
         self._last_kind, self._last_index = "tool-call", index
         chunk: dict[str, Any] = {"type": "tool-call-delta", "index": index, "id": id}
@@ -300,6 +310,7 @@ class Step:
         chunk["argumentsDelta"] = args_delta
         return self._chunk(frozen_dict(chunk))
 
+    @located(ASSISTANT_CHUNK)
     def chunk(self, chunk: Mapping[str, Any]) -> Event:
         """Log any StreamChunk as given; deltas feed the assembled message, ``usage`` its usage,
         and a ``finish`` for max-tokens marks the turn truncated."""
@@ -343,12 +354,19 @@ class Step:
         self._chunk_seqs.append(event.seq)
         return event
 
+    @located(ASSISTANT_CHUNK)
+    def _refuse_text(self, text: object, method: str) -> None:
+        """The refusal of a text delta that is not valid text (off the hot path)."""
+        check_text(text, method.replace("_", " "), path="data.chunk.text")
+
+    @located(ASSISTANT_CHUNK)
     def _refuse_chunk(self, what: str) -> None:
         self._require_open(what)
         raise UsageError(f"step.{what}() after this step's assistant/message", session_id=self._session.id)
 
     # -- the model's message -------------------------------------------------------------
 
+    @located(ASSISTANT_MESSAGE)
     def assistant(self, *, provider: str | None = None, model: str | None = None, usage: Any = None,
                   content: Sequence[Any] | None = None, interrupted: bool = False,
                   id: str | None = None,
@@ -365,8 +383,8 @@ class Step:
         blocks = (self._assembled(interrupted) if content is None
                   else content_blocks(content, "data.message.content"))
         source = self._model_source(provider, model, replay_state)
-        message = frozen_dict({"id": new_message_id(id), "role": "assistant", "content": blocks,
-                               "source": source})
+        message = frozen_dict({"id": new_message_id(id, "data.message.id"), "role": "assistant",
+                               "content": blocks, "source": source})
         data: dict[str, Any] = {"turn": self._turn_number, "step": self._number, "message": message}
         usage = self._usage if usage is None else check_usage(usage)
         if usage is not None:
@@ -405,8 +423,11 @@ class Step:
                                  session_id=self._session.id)
             provider = config.get("provider") if provider is None else provider
             model = config.get("model") if model is None else model
-        source: dict[str, Any] = {"kind": "model", "provider": check_text(provider, "provider", empty=False),
-                                  "model": check_text(model, "model", empty=False)}
+        source: dict[str, Any] = {
+            "kind": "model",
+            "provider": check_text(provider, "provider", path="data.message.source.provider", empty=False),
+            "model": check_text(model, "model", path="data.message.source.model", empty=False),
+        }
         if replay_state is not None:
             source["replayState"] = freeze(replay_state, root="data.message.source.replayState")
         return frozen_dict(source)
@@ -426,15 +447,16 @@ class Step:
         await self._recorder._flush_async()
         return event
 
+    @located(TOOL_CALL)
     def _log_call(self, call_id: str, name: str, arguments: str) -> Event:
         self._require_open("tool_call")
         if self._message is None:  # DSH order: the model asks for the call, then the tool runs (§1)
             raise UsageError("step.tool_call() before this step's assistant/message: log the model's "
                              "message (step.assistant()) first", session_id=self._session.id,
                              seq=self._session.seq, event_type=TOOL_CALL)
-        check_text(call_id, "tool call id", empty=False)
-        check_text(name, "tool name", empty=False)
-        check_text(arguments, "tool arguments")
+        check_text(call_id, "tool call id", path="data.callId", empty=False)
+        check_text(name, "tool name", path="data.name", empty=False)
+        check_text(arguments, "tool arguments", path="data.arguments")
         if self._calls.get(call_id) is not None or call_id in self._answered:
             raise UsageError(f"tool call {call_id!r} was already logged in this step",
                              session_id=self._session.id)
@@ -445,6 +467,7 @@ class Step:
         self._calls[call_id] = event.seq
         return event
 
+    @located(TOOL_RESULT)
     def tool_result(self, call_id: str, content: str | Sequence[Any], *, is_error: bool = False,
                     error: Mapping[str, Any] | None = None, meta: Any = None,
                     id: str | None = None) -> Event:
@@ -455,7 +478,7 @@ class Step:
         not-started error (``is_error`` with code ``TOOL_NOT_STARTED``).
         """
         self._require_open("tool_result")
-        check_text(call_id, "tool call id", empty=False)
+        check_text(call_id, "tool call id", path="data.message.source.callId", empty=False)
         if type(is_error) is not bool:
             raise InvalidEventError(f"is_error must be a bool, got {type(is_error).__name__}")
         frozen_error = None if error is None else frozen_object(error, "data.error")
@@ -470,7 +493,8 @@ class Step:
         block = frozen_dict({"type": "tool-result", "toolCallId": call_id,
                              "content": content_blocks(content, "data.message.content[0].content"),
                              "isError": is_error})
-        message = frozen_dict({"id": new_message_id(id), "role": "user", "content": (block,),
+        message = frozen_dict({"id": new_message_id(id, "data.message.id"), "role": "user",
+                               "content": (block,),
                                "source": frozen_dict({"kind": "tool", "callId": call_id})})
         data: dict[str, Any] = {"turn": self._turn_number, "step": self._number, "message": message}
         if frozen_error is not None:

@@ -6,31 +6,64 @@ Shared by ``recorder.py`` (Recorder, Turn) and ``recorder_step.py`` (Step); pure
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
 
-from agentlog.errors import InvalidEventError
+from agentlog.errors import AgentlogError, InvalidEventError
 from agentlog.events import is_safe_int
 from agentlog.jsonvalue import FrozenDict, freeze, frozen_dict, valid_text
 
 __all__ = ["CLOSED", "NEW", "OPEN", "USER_SOURCE", "check_text", "check_usage", "contain", "content_blocks",
-           "frozen_object", "is_abort", "kind_tagged", "llm_failure", "new_message_id", "turn_end_reason",
-           "user_message_data"]
+           "frozen_object", "is_abort", "kind_tagged", "llm_failure", "located", "new_message_id",
+           "turn_end_reason", "user_message_data"]
+
+if TYPE_CHECKING:
+    from agentlog.session import Session
+
+
+class _Recording(Protocol):
+    """A Turn or a Step: what ``located`` reads to name where a refusal happened."""
+
+    @property
+    def _session(self) -> Session: ...
+
+
+_S = TypeVar("_S", bound=_Recording)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 USER_SOURCE: Final = frozen_dict({"kind": "user"})
 NEW, OPEN, CLOSED = 0, 1, 2
 
 
-def check_text(value: object, what: str, *, empty: bool = True) -> str:
-    """``value`` as a valid-Unicode ``str`` (non-empty unless ``empty``), else InvalidEventError."""
+def check_text(value: object, what: str, *, path: str, empty: bool = True) -> str:
+    """``value`` as a valid-Unicode ``str`` (non-empty unless ``empty``), else an error at ``path``."""
     if type(value) is not str:
-        raise InvalidEventError(f"{what} must be a str, got {type(value).__name__}")
+        raise InvalidEventError(f"{what} must be a str, got {type(value).__name__}", path=path)
     if not value.isascii() and not valid_text(value):
-        raise InvalidEventError(f"{what} contains a lone surrogate (not valid Unicode)")
+        raise InvalidEventError(f"{what} contains a lone surrogate (not valid Unicode)", path=path)
     if not empty and not value:
-        raise InvalidEventError(f"{what} must not be empty")
+        raise InvalidEventError(f"{what} must not be empty", path=path)
     return value
+
+
+_Method = Callable[Concatenate[_S, _P], _R]
+
+
+def located(event_type: str) -> Callable[[_Method[_S, _P, _R]], _Method[_S, _P, _R]]:
+    """A Turn/Step method whose refusals name the session, ``event_type`` and the seq it would have had."""
+    def wrap(method: _Method[_S, _P, _R]) -> _Method[_S, _P, _R]:
+        @functools.wraps(method)
+        def located_method(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return method(self, *args, **kwargs)
+            except AgentlogError as exc:
+                session = self._session
+                raise exc.locate(session_id=session.id, seq=session.seq, event_type=event_type) from None
+        return located_method
+    return wrap
 
 
 def _clean_text(text: str) -> str:
@@ -60,7 +93,7 @@ def kind_tagged(value: object, root: str) -> FrozenDict:
 def content_blocks(content: object, root: str) -> tuple[Any, ...]:
     """A str becomes one text block; a sequence of block objects is validated and frozen."""
     if type(content) is str:
-        return (frozen_dict({"type": "text", "text": check_text(content, root)}),)
+        return (frozen_dict({"type": "text", "text": check_text(content, root, path=f"{root}[0].text")}),)
     blocks = freeze(content, root=root, what="non-JSON-serializable data")
     if type(blocks) is not tuple:
         raise InvalidEventError(f"{root} must be a str or a list of content blocks", path=root)
@@ -72,15 +105,17 @@ def content_blocks(content: object, root: str) -> tuple[Any, ...]:
 
 def user_message_data(content: object, source: object, message_id: str | None) -> FrozenDict:
     return frozen_dict({
-        "id": new_message_id(message_id),
+        "id": new_message_id(message_id, "data.id"),
         "role": "user",
         "content": content_blocks(content, "data.content"),
         "source": USER_SOURCE if source is None else kind_tagged(source, "data.source"),
     })
 
 
-def new_message_id(message_id: str | None) -> str:
-    return str(uuid.uuid4()) if message_id is None else check_text(message_id, "message id", empty=False)
+def new_message_id(message_id: str | None, path: str) -> str:
+    """A fresh uuid4, or the caller's id checked as a non-empty string at ``path``."""
+    return str(uuid.uuid4()) if message_id is None else check_text(message_id, "message id", path=path,
+                                                                   empty=False)
 
 
 def _attr(obj: object, name: str) -> Any:
