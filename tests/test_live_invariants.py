@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from agentlog import InvariantError, Recorder, Session, UsageError
+from agentlog import AgentlogError, InvariantError, Recorder, Session, UsageError
 from agentlog.header import SessionHeader
 from agentlog.invariants import InvariantChecker, check_invariants
 from agentlog.store.writer import LiveSession
@@ -17,6 +19,7 @@ from tests.contract.conftest import (  # noqa: F401 - fixtures
     open_store,
 )
 
+CHUNK = {"type": "text-delta", "index": 0, "text": "h"}
 HEADER = {"systemPrompt": "s", "tools": [], "config": {"provider": "p", "model": "m"}}
 
 
@@ -155,3 +158,74 @@ def test_tool_call_before_the_assistant_message_is_refused() -> None:
         step.tool_call("c1", "ls", "{}")
         step.tool_result("c1", "ok")
     check_invariants(session.events)
+
+
+def test_a_vetoed_step_end_leaves_the_step_open_for_the_next_chunk() -> None:
+    session = Session.create("veto", clock=lambda: 1)
+    InvariantChecker.attach(session)
+    vetoes = iter([True])
+
+    def veto(candidate: Any) -> None:
+        if candidate.type == "step/end" and next(vetoes, False):
+            raise UsageError("later veto")
+
+    session.add_validator(veto)
+    session.append("turn/start", {"turn": 1})
+    session.append("step/start", {"turn": 1, "step": 1})
+    with pytest.raises(UsageError, match="later veto"):
+        session.append("step/end", {"turn": 1, "step": 1})
+    session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": CHUNK})
+    session.append("step/end", {"turn": 1, "step": 1})
+    refused(session, "assistant/chunk", {"turn": 1, "step": 1, "chunk": CHUNK}, "open is turn 1/step null")
+
+
+_KINDS = ["turn/start", "turn/end", "step/start", "step/end", "assistant/chunk", "tool/call", "tool/result",
+          "request/context", "user/message"]
+
+
+@st.composite
+def candidates(draw: st.DrawFn) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """An append that is often, but not always, well-formed where it lands."""
+    kind = draw(st.sampled_from(_KINDS))
+    turn, step = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    call = draw(st.sampled_from(["c1", "c2"]))
+    if kind in ("turn/start", "turn/end"):
+        data = {"turn": turn, "reason": {"kind": "completed"}} if kind == "turn/end" else {"turn": turn}
+        return kind, data, {}
+    if kind == "assistant/chunk":
+        return kind, {"turn": turn, "step": step, "chunk": CHUNK}, {}
+    if kind == "tool/call":
+        return kind, {"turn": turn, "step": step, "callId": call, "name": "n", "arguments": "{}"}, {}
+    if kind == "tool/result":
+        return kind, result(call, turn, step), {"surface_op": "append"}
+    if kind == "request/context":
+        return kind, {"provider": "p", "model": "m"}, {}
+    if kind == "user/message":
+        return kind, {"id": f"u{draw(st.integers(0, 10**6))}", "role": "user", "source": {"kind": "user"},
+                      "content": [{"type": "text", "text": "hi"}]}, {"surface_op": "append"}
+    return kind, {"turn": turn, "step": step}, {}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(candidates(), max_size=40))
+def test_the_live_checker_accepts_exactly_what_check_invariants_accepts(
+        appends: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
+    session = Session.create("prop", clock=lambda: 1)
+    InvariantChecker.attach(session, replay="last-turn")
+    for kind, data, markers in appends:
+        before = list(session.events)
+        try:
+            session.append(kind, data, **markers)
+        except AgentlogError as exc:
+            assert list(session.events) == before
+            if not isinstance(exc, InvariantError):
+                continue  # a payload refusal (say, a reused message id): not this property's business
+            shadow = Session.create("shadow", clock=lambda: 1)
+            for event in before:
+                shadow.append(event.type, event.data, surface_op=event.surface_op,
+                              source_event_seqs=event.source_event_seqs)
+            shadow.append(kind, data, **markers)
+            with pytest.raises(InvariantError):
+                check_invariants(shadow.events)
+        else:
+            check_invariants(session.events)
