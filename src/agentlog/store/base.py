@@ -338,8 +338,12 @@ class Store(ABC):
 
     # -- live sessions ---------------------------------------------------------------------
 
-    def start(self, header: SessionHeader | str) -> LiveSession:
-        """A new live session; its first flushed batch materializes it."""
+    def start(self, header: SessionHeader | str, *, check_invariants: bool = True) -> LiveSession:
+        """A new live session; its first flushed batch materializes it.
+
+        ``check_invariants=False`` (here, in ``open`` and ``fork``) skips the live turn/step checks,
+        e.g. for a bulk import of foreign logs.
+        """
         from agentlog.store.writer import LiveSession
 
         resolved = SessionHeader(id=header) if isinstance(header, str) else header
@@ -350,9 +354,9 @@ class Store(ABC):
             self._states.pop(resolved.id, None)
             raise
         session = Session.create(resolved.id, header=resolved)
-        return LiveSession(self, session, self._states[resolved.id], lock)
+        return LiveSession(self, session, self._states[resolved.id], lock, check_invariants=check_invariants)
 
-    def open(self, session_id: str) -> LiveSession:
+    def open(self, session_id: str, *, check_invariants: bool = True) -> LiveSession:
         """Resume a stored session for writing: lock, load (committing repair), restore."""
         from agentlog.store.writer import LiveSession
 
@@ -362,12 +366,14 @@ class Store(ABC):
             with self._serialized(session_id):
                 session = self._load_committed(session_id)
                 session._seal()
-                return LiveSession(self, session, self._states[session_id], lock)
+                return LiveSession(self, session, self._states[session_id], lock,
+                                   check_invariants=check_invariants)
         except BaseException:
             lock.release()
             raise
 
-    def fork(self, session_id: str, boundary: int | None = None, child_id: str | None = None) -> LiveSession:
+    def fork(self, session_id: str, boundary: int | None = None, child_id: str | None = None, *,
+             check_invariants: bool = True) -> LiveSession:
         """A live child seeded with the stable prefix ``[0, boundary]`` of a stored session."""
         from agentlog.fork import check_fork_boundary
         from agentlog.store.writer import LiveSession
@@ -399,7 +405,7 @@ class Store(ABC):
             session = Session._fork_of(source, length, header)
             state = self._states[header.id]
             self._write_fork_prefix(header, prefix, state, session.events[length:])
-            return LiveSession(self, session, state, lock)
+            return LiveSession(self, session, state, lock, check_invariants=check_invariants)
         except BaseException:
             lock.release()
             self._states.pop(header.id, None)

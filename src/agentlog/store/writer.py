@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from agentlog.errors import AgentlogError, PersistenceIOError, UsageError
 from agentlog.events import Event
+from agentlog.invariants import InvariantChecker
 from agentlog.session import Session
 from agentlog.store.records import Inspection
 
@@ -35,10 +36,15 @@ class LiveSession:
     """A ``Session`` bound to a store: every append is persisted by write-behind.
 
     Use ``session`` to append and read, ``flush()`` for a durable checkpoint and ``close()``
-    (or a ``with`` block) to drain and release the session's writer lock.
+    (or a ``with`` block) to drain and release the session's writer lock. Appends are checked
+    against the turn/step/tool invariants (spec §11) unless ``check_invariants=False``.
     """
 
-    def __init__(self, store: Store, session: Session, state: _State, lock: WriterLock) -> None:
+    def __init__(self, store: Store, session: Session, state: _State, lock: WriterLock, *,
+                 check_invariants: bool = True) -> None:
+        if check_invariants and not InvariantChecker.attached(session):  # primed from the last turn
+            InvariantChecker.attach(session, replay="last-turn")
+        self.checks_invariants = check_invariants
         self.store = store
         self.session = session
         self._state = state
