@@ -42,16 +42,9 @@ from agentlog.invariants import check_invariants
 from agentlog.repair import interrupted_turn_closers
 from agentlog.store.base import Store
 from agentlog.store.jsonl import JsonlStore
-from agentlog.store.sqlite import (
-    APPLICATION_ID,
-    COMPRESS_AT,
-    DSH_APPLICATION_ID,
-    USER_VERSION,
-    SqliteStore,
-    decode_physical_row,
-    decode_seqs,
-    encode_seqs,
-)
+from agentlog.store.sqlite import SqliteStore
+from agentlog.store.sqlite_rows import COMPRESS_AT, decode_physical_row, decode_seqs, encode_seqs
+from agentlog.store.sqlite_schema import APPLICATION_ID, DSH_APPLICATION_ID, USER_VERSION
 from agentlog.store.urls import open_store
 from tests.contract.logs import LogBuilder, Wire, wire
 
