@@ -187,6 +187,9 @@ class JsonlForks(Store):
         state.materialized = True
         state.cursor = len(prefix) + len(suffix)
 
+    def _refs_path(self, session_id: str) -> Path:
+        return self._lock_path(session_id).with_suffix(".refs")
+
     @contextlib.contextmanager
     def _reference_guard(self, session_id: str, *, exclusive: bool) -> Iterator[None]:
         """Serialize, across processes, publishing a fork of ``session_id`` with deleting it.
@@ -194,7 +197,7 @@ class JsonlForks(Store):
         Forks hold it shared while they record their marker and publish; ``delete`` holds it
         exclusively while it re-checks for children and unlinks, so no child can slip in between.
         """
-        path = self._lock_path(session_id).with_suffix(".refs")
+        path = self._refs_path(session_id)
         try:
             os.makedirs(path.parent, mode=0o700, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
@@ -262,6 +265,12 @@ class JsonlForks(Store):
                     session_id=session_id,
                 )
             self._delete_unguarded(session_id)
+            # Both are held here: a waiting writer re-checks the lock's inode, a waiting fork
+            # finds no parent; neither file may outlive the session.
+            lock = self._lock_path(session_id)
+            for path in (lock, self._refs_path(session_id)):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
 
     def _delete_unguarded(self, session_id: str) -> None:
         path = self._find(session_id)
