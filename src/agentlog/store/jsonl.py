@@ -145,6 +145,19 @@ class JsonlStore(JsonlForks):
             file=str(path),
         )
 
+    def _refuse_symlink(self, session_dir: Path, session_id: str | None = None) -> None:
+        """A session directory must be a real one: a planted symlink is never followed or deleted through."""
+        try:
+            is_link = stat_mode.S_ISLNK(os.lstat(session_dir).st_mode)
+        except OSError as exc:
+            if exc.errno in _ABSENT:
+                return
+            io_error(f"cannot stat {session_dir}: {exc}", exc, session_id=session_id, file=str(session_dir))
+        if is_link:
+            raise StoreError(f"session directory {session_dir} is a symlink; refusing to follow it "
+                             "(remove it, or move the session into this root)",
+                             session_id=session_id, file=str(session_dir))
+
     def _refuse_opposite(self, session_dir: Path, session_id: str | None = None) -> None:
         opposite = session_dir / self._opposite
         if self._stat(opposite) is not None:
@@ -188,6 +201,7 @@ class JsonlStore(JsonlForks):
                 if self._stat(flat) is not None:
                     self._refuse_flat(flat)
             session_dir = project / name
+            self._refuse_symlink(session_dir, session_id)
             self._refuse_opposite(session_dir, session_id)
             path = session_dir / self._transcript
             info = self._stat(path)
@@ -339,6 +353,7 @@ class JsonlStore(JsonlForks):
                         self._refuse_flat(Path(entry.path))
                     continue
                 session_dir = Path(entry.path)
+                self._refuse_symlink(session_dir)
                 self._refuse_opposite(session_dir)
                 path = session_dir / self._transcript
                 info = self._stat(path)
