@@ -36,8 +36,9 @@ class _State:
         self.store_url = store_url
         self.debug = debug
 
-    def store(self) -> Store:
-        return open_store(self.store_url)
+    def store(self, *, create: bool = True) -> Store:
+        """The store; read-only commands pass ``create=False`` so that they never create or change it."""
+        return open_store(self.store_url, create=create)
 
 
 def _handled(command: F) -> F:
@@ -127,7 +128,7 @@ def bench(args: tuple[str, ...]) -> None:
 @_handled
 def list_sessions(state: _State, as_json: bool) -> None:
     """List the sessions in the store (reads headers only)."""
-    with state.store() as store:
+    with state.store(create=False) as store:
         headers = sorted(store.list(), key=lambda header: (header.created_at, header.id))
     if as_json:
         for header in headers:
@@ -150,7 +151,7 @@ def show(state: _State, session_id: str, as_json: bool) -> None:
     """Print the human transcript of a session (what the user saw, compaction aside)."""
     from agentlog.messages import transcript
 
-    with state.store() as store:
+    with state.store(create=False) as store:
         inspection = store.inspect(session_id)
     messages = transcript(inspection.events)
     if as_json:
@@ -169,7 +170,7 @@ def verify(state: _State, session_id: str) -> None:
     from agentlog.invariants import check_invariants
     from agentlog.session import Session
 
-    with state.store() as store:
+    with state.store(create=False) as store:
         inspection = store.inspect(session_id)
     session = Session.restore(session_id, inspection.events, inspection.header)
     check_invariants(list(inspection.events))
@@ -186,7 +187,7 @@ def verify(state: _State, session_id: str) -> None:
 @_handled
 def inspect(state: _State, session_id: str, as_json: bool, from_seq: int) -> None:
     """List a session's events (never writes, even for a crashed session)."""
-    with state.store() as store:
+    with state.store(create=False) as store:
         inspection = store.inspect(session_id)
     events = [event for event in inspection.events if event.seq >= from_seq]
     if as_json:

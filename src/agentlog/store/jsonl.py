@@ -66,7 +66,10 @@ _ABSENT = (errno.ENOENT, errno.ENOTDIR)
 
 
 class JsonlStore(JsonlForks):
-    """Sessions as JSONL transcripts under ``root`` (zstd frames by default, or raw)."""
+    """Sessions as JSONL transcripts under ``root`` (zstd frames by default, or raw).
+
+    ``create=False`` (readers): ``root`` must exist; reads never create a file in it.
+    """
 
     name = "jsonl"
 
@@ -78,6 +81,7 @@ class JsonlStore(JsonlForks):
         pack_chunks: bool = True,
         write_delay_ms: int = DEFAULT_WRITE_DELAY_MS,
         fs: FileSystem | None = None,
+        create: bool = True,
     ) -> None:
         super().__init__(write_delay_ms=write_delay_ms)
         if compression not in ("zstd", "none"):
@@ -87,7 +91,10 @@ class JsonlStore(JsonlForks):
         try:
             mode = self._fs.stat(str(self.root)).st_mode
         except FileNotFoundError:
-            pass  # created on the first materialization
+            if not create:
+                raise StoreError(f"no store at {self.root} (nothing to read: a writer creates it)",
+                                 file=str(self.root)) from None
+            # created on the first materialization
         except OSError as exc:
             io_error(f"cannot use {self.root} as the JSONL store root: {exc}", exc, file=str(self.root))
         else:

@@ -136,6 +136,7 @@ class PostgresStore(Store):
         write_delay_ms: int = DEFAULT_WRITE_DELAY_MS,
         pool_min: int = 1,
         pool_max: int = 8,
+        create: bool = True,
     ) -> None:
         super().__init__(write_delay_ms=write_delay_ms)
         if type(schema) is not str or not schema or "\0" in schema or len(schema.encode()) > 63:
@@ -148,6 +149,8 @@ class PostgresStore(Store):
             raise UsageError(f"invalid PostgreSQL DSN: {exc}") from None
         self.dsn = dsn
         self.schema = schema
+        self.may_create = create
+        """False: a reader's store, which never creates or migrates the schema."""
         host = params.get("host") or os.environ.get("PGHOST") or "localhost"
         port = params.get("port") or os.environ.get("PGPORT") or 5432
         self.where = f"{host}:{port}/{params.get('dbname', '')}"
@@ -177,7 +180,7 @@ class PostgresStore(Store):
             if self._store_id is None:
                 self._check_open()
                 with translate(where=self.where), self._connect() as conn:
-                    store_id = ensure_schema(conn, self.schema, self._sql)
+                    store_id = ensure_schema(conn, self.schema, self._sql, create=self.may_create)
                 with translate(where=self.where):
                     self._pool.open(wait=False)
                 self._store_id = store_id

@@ -101,10 +101,11 @@ from agentlog.store.sqlite_schema import (
     TAIL,
     SessionInfo,
     check_identity,
+    check_path,
     ensure_schema,
     header_values,
     is_uuid,
-    prepare_path,
+    open_file,
     session_info,
     set_journal_mode,
 )
@@ -136,7 +137,12 @@ class _MemoryLock(WriterLock):
 
 
 class SqliteStore(Store):
-    """Sessions in one SQLite database file (or ``:memory:``), opened lazily on first use."""
+    """Sessions in one SQLite database file (or ``:memory:``).
+
+    The path is checked when the store is constructed (§5.2), the file opened on first use
+    (§5.3). ``create=False`` (readers): the file must exist and hold an agentlog store; it is
+    never created, initialised or switched to another journal mode.
+    """
 
     name = "sqlite"
 
@@ -147,6 +153,7 @@ class SqliteStore(Store):
         write_delay_ms: int = DEFAULT_WRITE_DELAY_MS,
         busy_timeout_ms: int = 5000,
         journal_mode: str = "wal",
+        create: bool = True,
     ) -> None:
         super().__init__(write_delay_ms=write_delay_ms)
         raw = os.fspath(path)
@@ -163,6 +170,8 @@ class SqliteStore(Store):
         self.path = raw if self.memory else os.path.abspath(raw)
         self.busy_timeout_ms = busy_timeout_ms
         self.journal_mode = journal_mode
+        self.may_create = create
+        """False: a reader's store, which never creates, initialises or reconfigures the file."""
         self._db_lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._schema_cookie: int | None = None
@@ -170,6 +179,8 @@ class SqliteStore(Store):
         self._cache: OrderedDict[str, tuple[str, StoredLog]] = OrderedDict()
         self._memory_locks: set[str] = set()
         self._memory_guard = threading.Lock()
+        if not self.memory:
+            check_path(self.path, create=create)
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r}, journal_mode={self.journal_mode!r})"
@@ -204,7 +215,7 @@ class SqliteStore(Store):
         if self.memory:
             target, uri = ":memory:", False
         else:
-            self._revision_prefix = prepare_path(self.path)
+            self._revision_prefix = open_file(self.path, create=self.may_create)
             target, uri = f"file:{quote(self.path)}?mode=rw", True
         conn = sqlite3.connect(target, timeout=self.busy_timeout_ms / 1000, isolation_level=None,
                                check_same_thread=False, uri=uri)
@@ -224,9 +235,10 @@ class SqliteStore(Store):
         ):
             raise StoreError("SQLite refused trusted_schema=OFF or mmap_size=0", file=self._file)
         conn.execute("PRAGMA foreign_keys = ON")
-        self._schema_cookie = ensure_schema(conn, file=self._file)
-        set_journal_mode(conn, self.journal_mode, expected="memory" if self.memory else self.journal_mode,
-                         deadline=started + self.busy_timeout_ms / 1000, file=self._file)
+        self._schema_cookie = ensure_schema(conn, file=self._file, create=self.may_create)
+        if self.may_create:  # a reader keeps the file's journal mode (switching it writes the file)
+            set_journal_mode(conn, self.journal_mode, expected="memory" if self.memory else self.journal_mode,
+                             deadline=started + self.busy_timeout_ms / 1000, file=self._file)
         conn.execute("PRAGMA synchronous = FULL")
         if conn.execute("PRAGMA synchronous").fetchone()[0] != 2:
             raise StoreError("SQLite refused synchronous=FULL", file=self._file)

@@ -38,11 +38,12 @@ __all__ = [
     "SCHEMA",
     "USER_VERSION",
     "SessionInfo",
+    "check_path",
     "check_identity",
     "ensure_schema",
     "header_values",
     "is_uuid",
-    "prepare_path",
+    "open_file",
     "session_info",
     "set_journal_mode",
 ]
@@ -256,33 +257,55 @@ def _normalized(sql: object) -> object:
 _JOURNAL_RETRY_S: Final = 0.010
 
 
-def prepare_path(path: str) -> str:
-    """Spec §5.2-§5.3: a private parent directory, then the file created exclusively (0600).
-
-    Returns the file's revision prefix (device and inode).
-    """
+def check_path(path: str, *, create: bool) -> None:
+    """Spec §5.2, when the store is opened: a private, real parent directory (made if ``create``),
+    and an existing database file a private regular file. Without ``create`` the file must exist."""
     parent = os.path.dirname(path)
+    if create:
+        try:
+            os.makedirs(parent, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise PersistenceIOError(f"cannot create the database directory: {exc}", file=path) from exc
     try:
-        os.makedirs(parent, mode=0o700, exist_ok=True)
         info = os.lstat(parent)
+    except FileNotFoundError:
+        raise StoreError(f"no store at {path} (nothing to read: a writer creates it)", file=path) from None
     except OSError as exc:
-        raise PersistenceIOError(f"cannot create the database directory: {exc}", file=path) from exc
+        raise PersistenceIOError(f"cannot inspect the database directory: {exc}", file=path) from exc
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise StoreError(f"the database directory {parent} is not a real directory (symlink or file)",
                          file=path)
     if info.st_uid != os.geteuid() or info.st_mode & 0o022:
         raise StoreError(f"the database directory {parent} must be owned by the current user and not "
                          "group- or world-writable (chmod 700)", file=path)
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        os.close(fd)
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.EISDIR):
-            raise PersistenceIOError(f"cannot create the database file: {exc}", file=path) from exc
+    if _file_info(path) is None and not create:
+        raise StoreError(f"no store at {path} (nothing to read: a writer creates it)", file=path)
+
+
+def open_file(path: str, *, create: bool) -> str:
+    """Spec §5.3, at first use: create the file exclusively (0600) if ``create`` and missing, then
+    check it again; returns its revision prefix (device and inode)."""
+    if create:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            os.close(fd)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.EISDIR):
+                raise PersistenceIOError(f"cannot create the database file: {exc}", file=path) from exc
+    info = _file_info(path)
+    if info is None:
+        raise StoreError(f"no store at {path} (it was removed)", file=path)
+    return f"sqlite:{info.st_dev}:{info.st_ino}:"
+
+
+def _file_info(path: str) -> os.stat_result | None:
+    """``lstat`` of an existing database file, refused unless a private regular file; None if absent."""
     try:
         info = os.lstat(path)
+    except FileNotFoundError:
+        return None
     except OSError as exc:
         raise PersistenceIOError(f"cannot inspect the database file: {exc}", file=path) from exc
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
@@ -290,7 +313,7 @@ def prepare_path(path: str) -> str:
     if info.st_uid != os.geteuid() or info.st_mode & 0o077:
         raise StoreError("the database file must be owned by the current user with no group or other "
                          "permissions (chmod 600)", file=path)
-    return f"sqlite:{info.st_dev}:{info.st_ino}:"
+    return info
 
 
 @functools.cache
@@ -338,10 +361,11 @@ def check_identity(conn: sqlite3.Connection, *, checked_cookie: int | None, file
     return int(cookie)
 
 
-def ensure_schema(conn: sqlite3.Connection, *, file: str | None) -> int:
+def ensure_schema(conn: sqlite3.Connection, *, file: str | None, create: bool = True) -> int:
     """Create the schema in a pristine database (one transaction), then check the identity.
 
-    Returns the schema cookie checked.
+    Without ``create`` a pristine (empty) database is refused, untouched. Returns the schema
+    cookie checked.
     """
     conn.execute("BEGIN")
     try:
@@ -349,6 +373,9 @@ def ensure_schema(conn: sqlite3.Connection, *, file: str | None) -> int:
         objects = conn.execute(_OBJECTS).fetchall()
     finally:
         conn.execute("COMMIT")
+    if user_version == 0 and application_id == 0 and not objects and not create:
+        raise StoreError(f"no agentlog store in {file}: the database is empty (a writer initialises it)",
+                         file=file)
     if user_version == 0 and application_id == 0 and not objects:
         conn.execute("BEGIN IMMEDIATE")
         try:
