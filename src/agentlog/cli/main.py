@@ -123,23 +123,37 @@ def bench(args: tuple[str, ...]) -> None:
 
 
 @cli.command(name="list")
-@click.option("--json", "as_json", is_flag=True, help="One JSON header per line.")
+@click.option("--json", "as_json", is_flag=True,
+              help='One JSON header per line; an unreadable session is {"id", "where", "error"}.')
 @click.pass_obj
 @_handled
 def list_sessions(state: _State, as_json: bool) -> None:
-    """List the sessions in the store (reads headers only)."""
+    """List the sessions in the store (reads headers only).
+
+    A session that cannot be read is listed on its own row with its error, after the others;
+    the exit status is then 1.
+    """
     with state.store(create=False) as store:
-        headers = sorted(store.list(), key=lambda header: (header.created_at, header.id))
+        listing = store.listing()
+    headers = sorted((snapshot.header for snapshot in listing.snapshots),
+                     key=lambda header: (header.created_at, header.id))
     if as_json:
         for header in headers:
             sys.stdout.write(orjson.dumps(header.to_wire()).decode() + "\n")
-        return
-    table = Table()
-    for column in ("id", "created", "cwd", "parent"):
-        table.add_column(column, overflow="fold")  # ids are copied from here: never elide them
-    for header in headers:
-        table.add_row(header.id, _iso(header.created_at), header.cwd or "", header.parent_session or "")
-    console.print(table)
+        for bad in listing.unreadable:
+            row = {"id": bad.session_id, "where": bad.where, "error": str(bad.error)}
+            sys.stdout.write(orjson.dumps(row).decode() + "\n")
+    else:
+        table = Table()
+        for column in ("id", "created", "cwd", "parent"):
+            table.add_column(column, overflow="fold")  # ids are copied from here: never elide them
+        for header in headers:
+            table.add_row(header.id, _iso(header.created_at), header.cwd or "", header.parent_session or "")
+        for bad in listing.unreadable:
+            table.add_row(bad.session_id or "?", "unreadable", f"error: {bad.error}", "")
+        console.print(table)
+    if listing.unreadable:
+        sys.exit(1)
 
 
 @cli.command()

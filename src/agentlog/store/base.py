@@ -44,7 +44,7 @@ from agentlog.legacy import STORED_EVENT_TYPES, needs_prefix, upgrade_legacy_cha
 from agentlog.packed import LogEntry, resolve_entries
 from agentlog.repair import interrupted_turn_closers
 from agentlog.session import EventsView, Session
-from agentlog.store.records import Inspection, RawArtifact, Snapshot, StoredLog, WriterLock
+from agentlog.store.records import Inspection, Listing, RawArtifact, Snapshot, StoredLog, WriterLock
 
 if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession
@@ -121,11 +121,9 @@ class Store(ABC):
         """Truncate the torn tail (if ``torn`` is not None), then durably append ``events``."""
 
     @abstractmethod
-    def _list_snapshots(self) -> list[Snapshot]:
-        """Every materialized session with its revision."""
-
-    def _list_headers(self) -> list[SessionHeader]:
-        return [snapshot.header for snapshot in self._list_snapshots()]
+    def _listing(self) -> Listing:
+        """Every materialized session with its revision; a session that cannot be read is one
+        ``Unreadable`` entry (only a failure of the store itself raises)."""
 
     @abstractmethod
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
@@ -320,14 +318,27 @@ class Store(ABC):
         return Inspection(stored.header, EventsView(upgraded, len(upgraded), 0))
 
     def list(self) -> list[SessionHeader]:
-        """Headers of every materialized session (no event is read)."""
-        self._check_open()
-        return self._list_headers()
+        """Headers of every materialized session (no event is read); raises like ``list_snapshots``."""
+        return [snapshot.header for snapshot in self.list_snapshots()]
 
     def list_snapshots(self) -> builtins.list[Snapshot]:
-        """Every materialized session with its revision token."""
+        """Every materialized session with its revision token.
+
+        As the spec lists: a JSONL transcript without a header is left out, and any other
+        session that cannot be read raises its error (never a listing that silently lacks it);
+        ``listing()`` lists the rest and names each one.
+        """
+        listing = self.listing()
+        for bad in listing.unreadable:
+            if not bad.skipped_by_list:
+                raise bad.error
+        return listing.snapshots
+
+    def listing(self) -> Listing:
+        """Every readable session, and each one that cannot be read with its error (never fails
+        because of one session: only a failure of the store itself raises)."""
         self._check_open()
-        return self._list_snapshots()
+        return self._listing()
 
     def read_raw(self, session_id: str) -> RawArtifact | None:
         """The durable artifact as written, for backends that keep one (JSONL)."""
@@ -534,6 +545,9 @@ class Store(ABC):
 
     async def alist_snapshots(self) -> builtins.list[Snapshot]:
         return await asyncio.to_thread(self.list_snapshots)
+
+    async def alisting(self) -> Listing:
+        return await asyncio.to_thread(self.listing)
 
     async def aread_raw(self, session_id: str) -> RawArtifact | None:
         return await asyncio.to_thread(self.read_raw, session_id)

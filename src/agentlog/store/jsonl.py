@@ -25,6 +25,7 @@ from typing import Any, Literal, NoReturn
 import zstandard
 
 from agentlog.errors import (
+    AgentlogError,
     PersistenceIOError,
     SessionCorruptionError,
     SessionExistsError,
@@ -43,6 +44,7 @@ from agentlog.store.jsonl_format import (
     TRANSCRIPT_ZSTD,
     compress_frame,
     decode_frame,
+    decode_session_id,
     encode_batch,
     encode_header_line,
     encode_session_id,
@@ -53,7 +55,7 @@ from agentlog.store.jsonl_format import (
     scan_log,
     scan_zstd_frames,
 )
-from agentlog.store.records import RawArtifact, Snapshot, StoredLog, WriterLock
+from agentlog.store.records import Listing, RawArtifact, Snapshot, StoredLog, Unreadable, WriterLock
 
 __all__ = ["JsonlStore"]
 
@@ -349,10 +351,10 @@ class JsonlStore(JsonlForks):
         self._check_identity(session_id, header, path)
         return RawArtifact(public_header(header), TRANSCRIPT_RAW, data.decode("utf-8", "replace"))
 
-    def _list_snapshots(self) -> list[Snapshot]:
-        self._preflight()
-        snapshots: list[Snapshot] = []
-        seen: dict[str, tuple[Path, tuple[int, int]]] = {}
+    def _listing(self) -> Listing:
+        self._preflight()  # a mixed or obsolete root is the store's failure, not one session's
+        listing = Listing([])
+        seen: dict[str, tuple[Path, tuple[int, int], Snapshot]] = {}
         for project in self._project_dirs():
             for entry in self._scan_dir(project):
                 if not _is_dir(entry):
@@ -360,28 +362,49 @@ class JsonlStore(JsonlForks):
                         self._refuse_flat(Path(entry.path))
                     continue
                 session_dir = Path(entry.path)
-                self._refuse_symlink(session_dir)
-                self._refuse_opposite(session_dir)
-                path = session_dir / self._transcript
-                info = self._stat(path)
-                if info is None or not stat_mode.S_ISREG(info.st_mode):
-                    continue  # empty session dirs (or other files) are not sessions
-                header = self._read_listing_header(path)
-                if header is None:
+                try:
+                    found = self._listed(session_dir)
+                except AgentlogError as exc:
+                    listing.unreadable.append(Unreadable(_listed_id(session_dir), str(session_dir), exc))
                     continue
-                identity = (info.st_dev, info.st_ino)
-                prior = seen.get(header.id)
-                if prior is not None:
-                    if prior[1] == identity:
-                        continue  # the same file reached through an aliased directory
-                    raise SessionCorruptionError(
+                if isinstance(found, Unreadable):
+                    listing.unreadable.append(found)
+                    continue
+                if found is None:
+                    continue
+                snapshot, path, identity = found
+                sid = snapshot.header.id
+                prior = seen.get(sid)
+                if prior is None:
+                    seen[sid] = (path, identity, snapshot)
+                    listing.snapshots.append(snapshot)
+                elif prior[1] != identity:  # else the same file reached through an aliased directory
+                    error = SessionCorruptionError(
                         f"session appears in multiple project directories: {prior[0]}, {path}",
-                        session_id=header.id,
-                    )
-                self._check_identity(header.id, header, path)
-                seen[header.id] = (path, identity)
-                snapshots.append(Snapshot(public_header(header), _revision(info)))
-        return snapshots
+                        session_id=sid)
+                    listing.unreadable.append(Unreadable(sid, str(path), error))
+                    if prior[2] in listing.snapshots:
+                        listing.snapshots.remove(prior[2])
+        return listing
+
+    def _listed(self, session_dir: Path) -> tuple[Snapshot, Path, tuple[int, int]] | Unreadable | None:
+        """The snapshot of one session directory from its header alone (None: no transcript in it;
+        ``Unreadable``: a transcript that does not start with a complete header)."""
+        self._refuse_symlink(session_dir)
+        self._refuse_opposite(session_dir)
+        path = session_dir / self._transcript
+        info = self._stat(path)
+        if info is None or not stat_mode.S_ISREG(info.st_mode):
+            return None  # empty session dirs (or other files) are not sessions
+        header = self._read_listing_header(path)
+        if header is None:
+            error = SessionCorruptionError("not a session transcript: it is empty, or its first "
+                                           + ("frame" if self.compressed else "line")
+                                           + " is not a complete session header",
+                                           session_id=_listed_id(session_dir), file=str(path), offset=0)
+            return Unreadable(_listed_id(session_dir), str(path), error, skipped_by_list=True)
+        self._check_identity(header.id, header, path)
+        return Snapshot(public_header(header), _revision(info)), path, (info.st_dev, info.st_ino)
 
     def _read_listing_header(self, path: Path) -> SessionHeader | None:
         """The stored header line of a transcript (8 KiB reads, no event parsed); None if not one."""
@@ -518,6 +541,14 @@ class JsonlStore(JsonlForks):
         return lock_session_file(self._lock_path(session_id), session_id)
 
 # -- helpers -----------------------------------------------------------------------------------------
+
+
+def _listed_id(session_dir: Path) -> str | None:
+    """The session id a session directory's name encodes, if it encodes one."""
+    try:
+        return decode_session_id(session_dir.name)
+    except (UnicodeDecodeError, ValueError, OverflowError):
+        return None
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

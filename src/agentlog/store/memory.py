@@ -19,7 +19,7 @@ from agentlog.errors import SessionLockedError, SessionNotFoundError, UsageError
 from agentlog.events import Event
 from agentlog.header import SessionHeader
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
-from agentlog.store.records import Snapshot, StoredLog, WriterLock
+from agentlog.store.records import Listing, Snapshot, StoredLog, WriterLock
 
 __all__ = ["MemoryStore"]
 
@@ -88,8 +88,8 @@ class MemoryStore(Store):
     def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
         self._append_batch(header, events, materialize=False)
 
-    def _list_snapshots(self) -> list[Snapshot]:
-        return [Snapshot(s.header, self._revision(s)) for s in self._sessions.values()]
+    def _listing(self) -> Listing:
+        return Listing([Snapshot(s.header, self._revision(s)) for s in self._sessions.values()])
 
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
         with self._locks_guard:

@@ -67,7 +67,7 @@ from agentlog.store.postgres_follow import afollow, follow
 from agentlog.store.postgres_locks import TRY_XACT_LOCK, AdvisoryLocks, application_name, locked_error
 from agentlog.store.postgres_rows import encode_rows, scan_rows, scan_suffix
 from agentlog.store.postgres_schema import Statements, ensure_schema
-from agentlog.store.records import Snapshot, StoredLog, WriterLock
+from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
 
 __all__ = ["PostgresStore"]
 
@@ -306,12 +306,20 @@ class PostgresStore(Store):
         with translate(session_id, self.where), self._pool.connection() as conn:
             return conn.execute(self._sql.exists, (session_id,)).fetchone() is not None
 
-    def _list_snapshots(self) -> builtins.list[Snapshot]:
+    def _listing(self) -> Listing:
         self._ready()
         with translate(where=self.where), self._pool.connection() as conn:
             rows = conn.execute(self._sql.sessions).fetchall()
-        infos = [_info(row) for row in rows]
-        return [Snapshot(info.header, self._revision(info)) for info in infos]
+        listing = Listing([])
+        for row in rows:
+            try:
+                info = _info(row)
+            except AgentlogError as exc:
+                where = f"{self.where} schema {self.schema}: sessions row {row[0]!r}"
+                listing.unreadable.append(Unreadable(row[0], where, exc))
+                continue
+            listing.snapshots.append(Snapshot(info.header, self._revision(info)))
+        return listing
 
     def _children_of(self, session_id: str) -> builtins.list[str]:
         self._ready()

@@ -67,7 +67,7 @@ from agentlog.packed import resolve_entries
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
 from agentlog.store.codec import SQLITE_MAX_MEMBERS
 from agentlog.store.filelock import lock_session_file
-from agentlog.store.records import Snapshot, StoredLog, WriterLock
+from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
 from agentlog.store.sqlite_errors import translate_error
 from agentlog.store.sqlite_rows import (
     CORRUPT,
@@ -388,14 +388,20 @@ class SqliteStore(Store):
         with self._reading(session_id) as conn:
             return conn.execute(SESSION_EXISTS, (session_id,)).fetchone() is not None
 
-    def _list_snapshots(self) -> list[Snapshot]:
+    def _listing(self) -> Listing:
         with self._reading() as conn:
             rows = conn.execute(LIST_SESSIONS).fetchall()
-        snapshots = []
+        listing = Listing([])
         for row in rows:
-            info = session_info(row)
-            snapshots.append(Snapshot(info.header, self._revision(info)))
-        return snapshots
+            try:
+                info = session_info(row)
+            except AgentlogError as exc:
+                sid = row[1] if type(row[1]) is str else None
+                listing.unreadable.append(Unreadable(sid, f"{self.path}: sessions row {row[0]}",
+                                                     exc.locate(file=self._file)))
+                continue
+            listing.snapshots.append(Snapshot(info.header, self._revision(info)))
+        return listing
 
     # -- writing ---------------------------------------------------------------------------------------
 
