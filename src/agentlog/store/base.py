@@ -122,8 +122,7 @@ class Store(ABC):
 
     @abstractmethod
     def _listing(self) -> Listing:
-        """Every materialized session with its revision; a session that cannot be read is one
-        ``Unreadable`` entry (only a failure of the store itself raises)."""
+        """Every stored session; one that cannot be read is an ``Unreadable`` entry, not a raise."""
 
     @abstractmethod
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
@@ -322,21 +321,11 @@ class Store(ABC):
         return [snapshot.header for snapshot in self.list_snapshots()]
 
     def list_snapshots(self) -> builtins.list[Snapshot]:
-        """Every materialized session with its revision token.
-
-        As the spec lists: a JSONL transcript without a header is left out, and any other
-        session that cannot be read raises its error (never a listing that silently lacks it);
-        ``listing()`` lists the rest and names each one.
-        """
-        listing = self.listing()
-        for bad in listing.unreadable:
-            if not bad.skipped_by_list:
-                raise bad.error
-        return listing.snapshots
+        """Every materialized session with its revision token (strict: see ``Listing.listed``)."""
+        return self.listing().listed()
 
     def listing(self) -> Listing:
-        """Every readable session, and each one that cannot be read with its error (never fails
-        because of one session: only a failure of the store itself raises)."""
+        """Every readable session and each unreadable one with its error (one never hides the rest)."""
         self._check_open()
         return self._listing()
 
@@ -545,9 +534,6 @@ class Store(ABC):
 
     async def alist_snapshots(self) -> builtins.list[Snapshot]:
         return await asyncio.to_thread(self.list_snapshots)
-
-    async def alisting(self) -> Listing:
-        return await asyncio.to_thread(self.listing)
 
     async def aread_raw(self, session_id: str) -> RawArtifact | None:
         return await asyncio.to_thread(self.read_raw, session_id)

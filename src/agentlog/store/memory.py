@@ -2,8 +2,7 @@
 
 It enforces the same rules as the durable backends (contiguous seqs, one writer per
 session, lazy materialization, committed repair, a parent kept until its forks are
-materialized), so code tested against it behaves
-the same on disk.
+materialized), so code tested against it behaves the same on disk.
 """
 
 from __future__ import annotations

@@ -54,6 +54,15 @@ class Listing:
     snapshots: list[Snapshot]
     unreadable: list[Unreadable] = field(default_factory=list)
 
+    def listed(self) -> list[Snapshot]:
+        """What ``Store.list_snapshots`` returns, as the spec lists: a JSONL transcript without a
+        header is left out, and any other unreadable session raises its error (a caller is never
+        handed a listing that silently lacks it)."""
+        for bad in self.unreadable:
+            if not bad.skipped_by_list:
+                raise bad.error
+        return self.snapshots
+
 
 @dataclass(frozen=True, slots=True)
 class RawArtifact:
