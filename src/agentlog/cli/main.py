@@ -153,6 +153,8 @@ def list_sessions(state: _State, as_json: bool) -> None:
             table.add_row(bad.session_id or "?", "unreadable", f"error: {bad.error}", "")
         console.print(table)
     if listing.unreadable:
+        count = len(listing.unreadable)
+        errors.print(f"error: {count} session{'s' if count > 1 else ''} could not be read (listed above)")
         sys.exit(1)
 
 

@@ -365,7 +365,8 @@ class JsonlStore(JsonlForks):
                 try:
                     found = self._listed(session_dir)
                 except AgentlogError as exc:
-                    listing.unreadable.append(Unreadable(_listed_id(session_dir), str(session_dir), exc))
+                    sid = _listed_id(session_dir)
+                    listing.unreadable.append(Unreadable(sid, str(session_dir), exc.locate(session_id=sid)))
                     continue
                 if isinstance(found, Unreadable):
                     listing.unreadable.append(found)
