@@ -47,7 +47,7 @@ from agentlog.session import EventsView, Session
 from agentlog.store.base import Store
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.memory import MemoryStore
-from agentlog.store.records import Inspection, RawArtifact, Recovery, Snapshot
+from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, Unreadable
 from agentlog.store.sqlite import SqliteStore
 from agentlog.store.urls import open_store
 from agentlog.store.writer import LiveSession
@@ -105,6 +105,7 @@ __all__ = [
     "InvariantChecker",
     "InvariantError",
     "JsonlStore",
+    "Listing",
     "LiveSession",
     "MemoryStore",
     "Message",
@@ -141,6 +142,7 @@ __all__ = [
     "TokenMeter",
     "ToolResultPruner",
     "Turn",
+    "Unreadable",
     "UsageError",
     "__version__",
     "canonical_header",

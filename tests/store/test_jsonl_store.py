@@ -1022,3 +1022,22 @@ def test_a_child_loads_although_its_parent_is_damaged_after_the_shared_prefix(tm
     with pytest.raises(SessionCorruptionError, match="unparsable committed event"):
         fresh.load("s1")  # the partial scan made for the child does not stand in for a full one
     assert wire(list(fresh.inspect("early").events))[:18] == log.events[:18]
+
+
+def test_a_symlink_planted_as_a_session_directory_is_refused_and_never_followed(
+        tmp_path: Path, compression: Compression) -> None:
+    elsewhere = jsonl(tmp_path / "elsewhere", compression)
+    other = dataclasses.replace(HEADER, id="s2")
+    put(elsewhere, other, make_log(1).events)
+    target = Path(elsewhere.locate(other)).parent
+    outside = sorted(path.name for path in target.rglob("*"))
+    store = jsonl(tmp_path / "root", compression)
+    put(store, HEADER, make_log(1).events)
+    planted = Path(store.locate(other)).parent
+    planted.symlink_to(target, target_is_directory=True)
+    for attempt in (store.list, lambda: store.load("s2"), lambda: store.delete("s2")):
+        with pytest.raises(StoreError, match="symlink") as info:
+            attempt()
+        assert str(planted) in str(info.value)
+    assert sorted(path.name for path in target.rglob("*")) == outside
+    assert wire(list(elsewhere.load("s2").events)) == make_log(1).events

@@ -38,8 +38,9 @@ class _State:
         self.store_url = store_url
         self.debug = debug
 
-    def store(self) -> Store:
-        return open_store(self.store_url)
+    def store(self, *, create: bool = True) -> Store:
+        """The store; read-only commands pass ``create=False`` so that they never create or change it."""
+        return open_store(self.store_url, create=create)
 
 
 def _handled(command: F) -> F:
@@ -124,23 +125,39 @@ def bench(args: tuple[str, ...]) -> None:
 
 
 @cli.command(name="list")
-@click.option("--json", "as_json", is_flag=True, help="One JSON header per line.")
+@click.option("--json", "as_json", is_flag=True,
+              help='One JSON header per line; an unreadable session is {"id", "where", "error"}.')
 @click.pass_obj
 @_handled
 def list_sessions(state: _State, as_json: bool) -> None:
-    """List the sessions in the store (reads headers only)."""
-    with state.store() as store:
-        headers = sorted(store.list(), key=lambda header: (header.created_at, header.id))
+    """List the sessions in the store (reads headers only).
+
+    A session that cannot be read is listed on its own row with its error, after the others;
+    the exit status is then 1.
+    """
+    with state.store(create=False) as store:
+        listing = store.listing()
+    headers = sorted((snapshot.header for snapshot in listing.snapshots),
+                     key=lambda header: (header.created_at, header.id))
     if as_json:
         for header in headers:
             sys.stdout.write(orjson.dumps(header.to_wire()).decode() + "\n")
-        return
-    table = Table()
-    for column in ("id", "created", "cwd", "parent"):
-        table.add_column(column, overflow="fold")  # ids are copied from here: never elide them
-    for header in headers:
-        table.add_row(header.id, _iso(header.created_at), header.cwd or "", header.parent_session or "")
-    console.print(table)
+        for bad in listing.unreadable:
+            row = {"id": bad.session_id, "where": bad.where, "error": str(bad.error)}
+            sys.stdout.write(orjson.dumps(row).decode() + "\n")
+    else:
+        table = Table()
+        for column in ("id", "created", "cwd", "parent"):
+            table.add_column(column, overflow="fold")  # ids are copied from here: never elide them
+        for header in headers:
+            table.add_row(header.id, _iso(header.created_at), header.cwd or "", header.parent_session or "")
+        for bad in listing.unreadable:
+            table.add_row(bad.session_id or "?", "unreadable", f"error: {bad.error}", "")
+        console.print(table)
+    if listing.unreadable:
+        count = len(listing.unreadable)
+        errors.print(f"error: {count} session{'s' if count > 1 else ''} could not be read (listed above)")
+        sys.exit(1)
 
 
 @cli.command()
@@ -152,7 +169,7 @@ def show(state: _State, session_id: str, as_json: bool) -> None:
     """Print the human transcript of a session (what the user saw, compaction aside)."""
     from agentlog.messages import transcript
 
-    with state.store() as store:
+    with state.store(create=False) as store:
         inspection = store.inspect(session_id)
     messages = transcript(inspection.events)
     if as_json:
@@ -199,7 +216,7 @@ def verify(state: _State, session_id: str) -> None:
     from agentlog.invariants import check_invariants
     from agentlog.session import Session
 
-    with state.store() as store:
+    with state.store(create=False) as store:
         inspection = store.inspect(session_id)
         where = store.locate(inspection.header)
     session = Session.restore(session_id, inspection.events, inspection.header)
@@ -247,7 +264,7 @@ def _recovery_lines(recovery: Recovery, where: str | None) -> list[str]:
 @_handled
 def inspect(state: _State, session_id: str, as_json: bool, from_seq: int) -> None:
     """List a session's events (never writes, even for a crashed session)."""
-    with state.store() as store:
+    with state.store(create=False) as store:
         inspection = store.inspect(session_id)
     events = [event for event in inspection.events if event.seq >= from_seq]
     if as_json:

@@ -44,7 +44,7 @@ from agentlog.legacy import STORED_EVENT_TYPES, needs_prefix, upgrade_legacy_cha
 from agentlog.packed import LogEntry, resolve_entries
 from agentlog.repair import interrupted_turn_closers
 from agentlog.session import EventsView, Session
-from agentlog.store.records import Inspection, RawArtifact, Recovery, Snapshot, StoredLog, WriterLock
+from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, StoredLog, WriterLock
 
 if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession
@@ -121,11 +121,8 @@ class Store(ABC):
         """Truncate the torn tail (if ``torn`` is not None), then durably append ``events``."""
 
     @abstractmethod
-    def _list_snapshots(self) -> list[Snapshot]:
-        """Every materialized session with its revision."""
-
-    def _list_headers(self) -> list[SessionHeader]:
-        return [snapshot.header for snapshot in self._list_snapshots()]
+    def _listing(self) -> Listing:
+        """Every stored session; one that cannot be read is an ``Unreadable`` entry, not a raise."""
 
     @abstractmethod
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
@@ -322,14 +319,17 @@ class Store(ABC):
         return Inspection(stored.header, EventsView(upgraded, len(upgraded), 0))
 
     def list(self) -> list[SessionHeader]:
-        """Headers of every materialized session (no event is read)."""
-        self._check_open()
-        return self._list_headers()
+        """Headers of every materialized session (no event is read); raises like ``list_snapshots``."""
+        return [snapshot.header for snapshot in self.list_snapshots()]
 
     def list_snapshots(self) -> builtins.list[Snapshot]:
-        """Every materialized session with its revision token."""
+        """Every materialized session with its revision token (strict: see ``Listing.listed``)."""
+        return self.listing().listed()
+
+    def listing(self) -> Listing:
+        """Every readable session and each unreadable one with its error (one never hides the rest)."""
         self._check_open()
-        return self._list_snapshots()
+        return self._listing()
 
     def read_raw(self, session_id: str) -> RawArtifact | None:
         """The durable artifact as written, for backends that keep one (JSONL)."""

@@ -8,11 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from agentlog.errors import AgentlogError
 from agentlog.events import Event
 from agentlog.header import SessionHeader
 from agentlog.packed import LogEntry
 
-__all__ = ["Inspection", "RawArtifact", "Recovery", "Snapshot", "StoredLog", "WriterLock"]
+__all__ = [
+    "Inspection", "Listing", "RawArtifact", "Recovery", "Snapshot", "StoredLog", "Unreadable", "WriterLock",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,36 @@ class Snapshot:
 
     header: SessionHeader
     revision: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A stored session that cannot be listed: where it is, its id when known, and why."""
+
+    session_id: str | None
+    where: str
+    """The file, directory or row that could not be read."""
+    error: AgentlogError
+    skipped_by_list: bool = False
+    """True for what ``list()`` leaves out silently (spec persistence §4: a JSONL transcript that is
+    empty or does not start with a complete header); ``list()`` raises the error of any other."""
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """Every session a store holds: the readable ones, and each unreadable one on its own."""
+
+    snapshots: list[Snapshot]
+    unreadable: list[Unreadable] = field(default_factory=list)
+
+    def listed(self) -> list[Snapshot]:
+        """What ``Store.list_snapshots`` returns, as the spec lists: a JSONL transcript without a
+        header is left out, and any other unreadable session raises its error (a caller is never
+        handed a listing that silently lacks it)."""
+        for bad in self.unreadable:
+            if not bad.skipped_by_list:
+                raise bad.error
+        return self.snapshots
 
 
 @dataclass(frozen=True, slots=True)
