@@ -144,6 +144,9 @@ def test_an_interrupted_turn_is_recovered_with_exit_status_2_naming_the_closers(
 
 def test_missing_session_exits_1_and_usage_errors_exit_64_as_help_says(tmp_path: Path) -> None:
     url = jsonl_url(tmp_path / "root", "zstd")
+    absent_store = run(url, "verify", "nope")
+    assert absent_store.returncode == 1 and "no store at" in absent_store.stderr
+    (tmp_path / "root").mkdir()
     missing = run(url, "verify", "nope")
     assert missing.returncode == 1 and "not found" in missing.stderr
     assert "Traceback" not in missing.stderr
