@@ -17,34 +17,29 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from agentlog.bulk import gc_paused
 from agentlog.errors import (
-    AgentlogError,
     ConcurrentWriterError,
     ForkError,
     InvalidEventError,
-    SessionCorruptionError,
     SessionExistsError,
-    SessionFormatUnsupportedError,
     SessionNotFoundError,
     UsageError,
 )
 from agentlog.events import (
-    LEGACY_HEADER_DELTA,
-    REQUEST_HEADER,
     TURN_END,
     TURN_START,
     Event,
     is_safe_int,
 )
 from agentlog.header import SessionHeader
-from agentlog.legacy import STORED_EVENT_TYPES, needs_prefix, upgrade_legacy_chain
+from agentlog.legacy import needs_prefix, upgrade_legacy_chain
 from agentlog.packed import LogEntry, resolve_entries
-from agentlog.repair import interrupted_turn_closers
 from agentlog.session import EventsView, Session
 from agentlog.store.records import Inspection, RawArtifact, Snapshot, StoredLog, WriterLock
+from agentlog.store.validate import refuse_retired, validate_stored
 
 if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession
@@ -180,7 +175,7 @@ class Store(ABC):
         self._check_open()
         batch = [event if type(event) is Event else Event.from_wire(event) for event in events]
         for event in batch:
-            _refuse_retired(event, session_id)
+            refuse_retired(event, session_id)
         if not batch:
             return
         for index, event in enumerate(batch[1:], 1):
@@ -281,24 +276,7 @@ class Store(ABC):
                 cache.popitem(last=False)
 
     def _validate(self, session_id: str, stored: StoredLog) -> tuple[StoredLog, Session, list[Event]]:
-        events = [*stored.events, *stored.recovered]
-        try:
-            if stored.header.id != session_id:
-                raise InvalidEventError(f"header id {stored.header.id!r} does not match")
-            plain = _PLAIN_TYPES
-            for event in events:
-                if event.type not in plain:  # packed chunk runs are plain: their type is assistant/chunk
-                    _refuse_retired(cast(Event, event), session_id)
-                    _refuse_unknown(cast(Event, event), session_id)
-            upgraded = upgrade_legacy_chain(session_id, events, stored.writers)  # in memory only
-            session = Session._unsealed(session_id, upgraded, stored.header)
-        except SessionFormatUnsupportedError:
-            raise
-        except AgentlogError as exc:
-            raise SessionCorruptionError(
-                f'stored session "{session_id}" failed validation: {exc}', session_id=session_id
-            ) from exc
-        return stored, session, interrupted_turn_closers(session.events)
+        return stored, *validate_stored(session_id, stored)
 
     def read_from(self, session_id: str, from_seq: int) -> Inspection:
         """Stored events with ``seq >= from_seq`` (no repair, no closers); [] past the end."""
@@ -556,33 +534,6 @@ class Store(ABC):
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
-
-
-_RETIRED = frozenset({LEGACY_HEADER_DELTA, "mode/set"})
-_PLAIN_TYPES = STORED_EVENT_TYPES - _RETIRED - {REQUEST_HEADER}
-"""Stored types that neither refusal can apply to (the bulk of a log, packed rows included)."""
-
-
-def _refuse_retired(event: Event, session_id: str) -> None:
-    if event.type in _RETIRED:
-        raise InvalidEventError(f"unsupported legacy {event.type} at seq {event.seq}",
-                                session_id=session_id, seq=event.seq)
-    if event.type == REQUEST_HEADER and isinstance(event.data, dict) and (
-        event.data.get("reason") == "fallback"
-    ):
-        raise InvalidEventError(
-            f'unsupported legacy request/header reason "fallback" at seq {event.seq}',
-            session_id=session_id, seq=event.seq,
-        )
-
-
-def _refuse_unknown(event: Event, session_id: str) -> None:
-    if event.type not in STORED_EVENT_TYPES and not event.ignorable:
-        raise SessionFormatUnsupportedError(
-            f"event type {event.type!r} at seq {event.seq} is not marked ignorable; "
-            "it was likely written by a newer agentlog or DSH",
-            session_id=session_id, seq=event.seq,
-        )
 
 
 def last_turn_is_open(events: Sequence[Event]) -> bool:
