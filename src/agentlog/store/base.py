@@ -25,6 +25,7 @@ from agentlog.errors import (
     ForkError,
     InvalidEventError,
     SessionExistsError,
+    SessionLockedError,
     SessionNotFoundError,
     UsageError,
 )
@@ -187,13 +188,14 @@ class Store(ABC):
         with self._serialized(session_id):
             if session_id in self._live:
                 raise UsageError("cannot append directly while the session is live", session_id=session_id)
-            state = self._states.get(session_id) or self._adopt(session_id)
-            try:
-                self._write(state, batch)
-            except ConcurrentWriterError:
-                if state.materialized:  # our cursor may be stale: re-read the log next time
-                    self._states.pop(session_id, None)
-                raise
+            with self._writer_locked(session_id, "append"):  # never between a live writer's batches
+                state = self._states.get(session_id) or self._adopt(session_id)
+                try:
+                    self._write(state, batch)
+                except ConcurrentWriterError:
+                    if state.materialized:  # our cursor may be stale: re-read the log next time
+                        self._states.pop(session_id, None)
+                    raise
 
     def _write(self, state: _State, batch: Sequence[Event]) -> None:
         """Append ``batch`` at ``state.cursor``; the cursor moves only after a durable write."""
@@ -207,23 +209,54 @@ class Store(ABC):
         state.cursor += len(batch)
 
     def _adopt(self, session_id: str) -> _State:
-        """Take over a cold stored session for appending: load it and commit its repair."""
+        """Take over a cold stored session for appending (writer lock held): load, commit its repair."""
         self._load_committed(session_id)
         return self._states[session_id]
 
+    @contextmanager
+    def _writer_locked(self, session_id: str, action: str) -> Iterator[None]:
+        """Hold the session's writer lock for one cold write (an append, a repair).
+
+        While another writer (process or store) holds it, ``SessionLockedError`` names the
+        holder and points to the reads that never write.
+        """
+        try:
+            lock = self._acquire_writer_lock(session_id)
+        except SessionLockedError as exc:
+            exc.detail = f"cannot {action}: {exc.detail}; inspect() and read_from() read it without writing"
+            exc.args = (exc.detail,)
+            raise
+        try:
+            yield
+        finally:
+            lock.release()
+
     def load(self, session_id: str) -> Inspection:
-        """The balanced stored log; an interrupted turn is closed durably (once) first."""
+        """The balanced stored log; an interrupted turn is closed durably (once) first.
+
+        Writing that repair takes the writer lock: refused while another writer holds it.
+        """
         self._check_open()
         live = self._live.get(session_id)
         if live is not None:
             return live.durable_view()
         with self._serialized(session_id):
-            session = self._load_committed(session_id)
+            ready = self._prepare(session_id)
+            if ready[0].torn is None and not ready[2]:  # nothing to write: no lock
+                session = self._load_committed(session_id, ready)
+            else:
+                action = "repair its interrupted turn" if ready[2] else "truncate its torn tail"
+                with self._writer_locked(session_id, action):
+                    session = self._load_committed(session_id)  # re-read: it may have changed meanwhile
         return Inspection(session.header, session.events)  # a private copy: its view never grows
 
-    def _load_committed(self, session_id: str) -> Session:
-        """Validate a cold session, durably close an interrupted turn; return it unsealed (a copy)."""
-        stored, prepared, closers = self._prepare(session_id)
+    def _load_committed(self, session_id: str,
+                        ready: tuple[StoredLog, Session, list[Event]] | None = None) -> Session:
+        """Validate a cold session, durably close an interrupted turn; return it unsealed (a copy).
+
+        The caller holds the writer lock, unless ``ready`` (a fresh ``_prepare``) needs no repair.
+        """
+        stored, prepared, closers = ready or self._prepare(session_id)
         if stored.torn is not None or closers:
             self._commit_repair(stored.header, stored.torn, [*stored.recovered, *closers])
             with self._guard:

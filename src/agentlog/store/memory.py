@@ -61,6 +61,7 @@ class MemoryStore(Store):
         other = MemoryStore(write_delay_ms=self.write_delay_ms)
         other._store_id = self._store_id
         other._sessions = self._sessions
+        other._locked, other._locks_guard = self._locked, self._locks_guard  # locks are shared too
         return other
 
     def _revision(self, stored: _Stored) -> str:
