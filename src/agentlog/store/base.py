@@ -478,15 +478,12 @@ class Store(ABC):
                     f"cannot delete: fork children reference this session ({', '.join(sorted(children))})",
                     session_id=session_id,
                 )
-            lock = self._acquire_writer_lock(session_id)
-            try:
+            with self._writer_locked(session_id, "delete"):
                 self._delete_stored(session_id)
                 self._states.pop(session_id, None)
                 with self._guard:  # release what was read of it
                     self._prepared.pop(session_id, None)
                     self._fork_sources.pop(session_id, None)
-            finally:
-                lock.release()
 
     def close(self) -> None:
         """Drain and close every live session, then release the backend (idempotent)."""
