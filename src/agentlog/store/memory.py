@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentlog.errors import SessionLockedError
+from agentlog.errors import ConcurrentWriterError, SessionLockedError
 from agentlog.events import Event
 from agentlog.header import SessionHeader
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
@@ -80,6 +80,10 @@ class MemoryStore(Store):
         stored = self._sessions.get(header.id)
         if stored is None:
             stored = self._sessions[header.id] = _Stored(header)
+        if events and events[0].seq != len(stored.events):  # another instance wrote since our read
+            raise ConcurrentWriterError(
+                f"append seq mismatch: stored next seq is {len(stored.events)}, batch starts at "
+                f"{events[0].seq}", session_id=header.id, seq=events[0].seq)
         stored.events.extend(events)
         stored.revision += 1
 
