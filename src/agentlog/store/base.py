@@ -220,16 +220,20 @@ class Store(ABC):
         While another writer (process or store) holds it, ``SessionLockedError`` names the
         holder and points to the reads that never write.
         """
-        try:
-            lock = self._acquire_writer_lock(session_id)
-        except SessionLockedError as exc:
-            exc.detail = f"cannot {action}: {exc.detail}; inspect() and read_from() read it without writing"
-            exc.args = (exc.detail,)
-            raise
+        lock = self._take_writer_lock(session_id, action)
         try:
             yield
         finally:
             lock.release()
+
+    def _take_writer_lock(self, session_id: str, action: str) -> WriterLock:
+        """The session's writer lock; a refusal says what could not be done and what reads instead."""
+        try:
+            return self._acquire_writer_lock(session_id)
+        except SessionLockedError as exc:
+            exc.detail = f"cannot {action}: {exc.detail}; inspect() and read_from() read it without writing"
+            exc.args = (exc.detail,)
+            raise
 
     def load(self, session_id: str) -> Inspection:
         """The balanced stored log; an interrupted turn is closed durably (once) first.
@@ -366,7 +370,7 @@ class Store(ABC):
         from agentlog.store.writer import LiveSession
 
         self._check_open()
-        lock = self._acquire_writer_lock(session_id)
+        lock = self._take_writer_lock(session_id, "open for writing")
         try:
             with self._serialized(session_id):
                 session = self._load_committed(session_id)
