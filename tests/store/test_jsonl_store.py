@@ -124,7 +124,9 @@ def test_list_spans_projects_and_no_cwd(tmp_path: Path, compression: Compression
         put(store, header, make_log(1).events)
     assert sorted((h.id, h.cwd) for h in jsonl(tmp_path / "root", compression).list()) == [
         ("a", "/p/one"), ("b", "/p/two"), ("c", None)]
-    assert sorted(p.name for p in (tmp_path / "root").iterdir()) == ["--p-one--", "--p-two--", "_no-cwd"]
+    # ``.agentlog`` holds the writer locks that every write (live, or a direct append) takes.
+    assert sorted(p.name for p in (tmp_path / "root").iterdir()) == [
+        "--p-one--", "--p-two--", ".agentlog", "_no-cwd"]
 
 
 def test_normalized_collision_projects_share_a_directory(tmp_path: Path, compression: Compression) -> None:

@@ -1032,7 +1032,8 @@ def test_a_read_only_database_reads_or_fails_with_agentlog_errors(directory_writ
             for path in (directory, *directory.iterdir()):
                 os.chown(path, 65534, 65534)
         for path in directory.iterdir():
-            os.chmod(path, 0o400)
+            if path.is_file():  # the database files; the writer-lock directory (which the
+                os.chmod(path, 0o400)  # setup's direct append created) stays usable
         os.chmod(directory, 0o700 if directory_writable else 0o500)
         process = _python(_READ_ONLY, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         out, err = process.communicate(timeout=60)

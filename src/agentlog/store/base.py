@@ -17,34 +17,30 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from agentlog.bulk import gc_paused
 from agentlog.errors import (
-    AgentlogError,
     ConcurrentWriterError,
     ForkError,
     InvalidEventError,
-    SessionCorruptionError,
     SessionExistsError,
-    SessionFormatUnsupportedError,
+    SessionLockedError,
     SessionNotFoundError,
     UsageError,
 )
 from agentlog.events import (
-    LEGACY_HEADER_DELTA,
-    REQUEST_HEADER,
     TURN_END,
     TURN_START,
     Event,
     is_safe_int,
 )
 from agentlog.header import SessionHeader
-from agentlog.legacy import STORED_EVENT_TYPES, needs_prefix, upgrade_legacy_chain
+from agentlog.legacy import needs_prefix, upgrade_legacy_chain
 from agentlog.packed import LogEntry, resolve_entries
-from agentlog.repair import interrupted_turn_closers
 from agentlog.session import EventsView, Session
 from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, StoredLog, WriterLock
+from agentlog.store.validate import refuse_retired, validate_stored
 
 if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession
@@ -177,7 +173,7 @@ class Store(ABC):
         self._check_open()
         batch = [event if type(event) is Event else Event.from_wire(event) for event in events]
         for event in batch:
-            _refuse_retired(event, session_id)
+            refuse_retired(event, session_id)
         if not batch:
             return
         for index, event in enumerate(batch[1:], 1):
@@ -189,13 +185,14 @@ class Store(ABC):
         with self._serialized(session_id):
             if session_id in self._live:
                 raise UsageError("cannot append directly while the session is live", session_id=session_id)
-            state = self._states.get(session_id) or self._adopt(session_id)
-            try:
-                self._write(state, batch)
-            except ConcurrentWriterError:
-                if state.materialized:  # our cursor may be stale: re-read the log next time
-                    self._states.pop(session_id, None)
-                raise
+            with self._writer_locked(session_id, "append"):  # never between a live writer's batches
+                state = self._states.get(session_id) or self._adopt(session_id)
+                try:
+                    self._write(state, batch)
+                except ConcurrentWriterError:
+                    if state.materialized:  # our cursor may be stale: re-read the log next time
+                        self._states.pop(session_id, None)
+                    raise
 
     def _write(self, state: _State, batch: Sequence[Event]) -> None:
         """Append ``batch`` at ``state.cursor``; the cursor moves only after a durable write."""
@@ -209,23 +206,58 @@ class Store(ABC):
         state.cursor += len(batch)
 
     def _adopt(self, session_id: str) -> _State:
-        """Take over a cold stored session for appending: load it and commit its repair."""
+        """Take over a cold stored session for appending (writer lock held): load, commit its repair."""
         self._load_committed(session_id)
         return self._states[session_id]
 
+    @contextmanager
+    def _writer_locked(self, session_id: str, action: str) -> Iterator[None]:
+        """Hold the session's writer lock for one cold write (an append, a repair).
+
+        While another writer (process or store) holds it, ``SessionLockedError`` names the
+        holder and points to the reads that never write.
+        """
+        lock = self._take_writer_lock(session_id, action)
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _take_writer_lock(self, session_id: str, action: str) -> WriterLock:
+        """The session's writer lock; a refusal says what could not be done and what reads instead."""
+        try:
+            return self._acquire_writer_lock(session_id)
+        except SessionLockedError as exc:
+            exc.detail = f"cannot {action}: {exc.detail}; inspect() and read_from() read it without writing"
+            exc.args = (exc.detail,)
+            raise
+
     def load(self, session_id: str) -> Inspection:
-        """The balanced stored log; an interrupted turn is closed durably (once) first."""
+        """The balanced stored log; an interrupted turn is closed durably (once) first.
+
+        Writing that repair takes the writer lock: refused while another writer holds it.
+        """
         self._check_open()
         live = self._live.get(session_id)
         if live is not None:
             return live.durable_view()
         with self._serialized(session_id):
-            session = self._load_committed(session_id)
+            ready = self._prepare(session_id)
+            if ready[0].torn is None and not ready[2]:  # nothing to write: no lock
+                session = self._load_committed(session_id, ready)
+            else:
+                action = "repair its interrupted turn" if ready[2] else "truncate its torn tail"
+                with self._writer_locked(session_id, action):
+                    session = self._load_committed(session_id)  # re-read: it may have changed meanwhile
         return Inspection(session.header, session.events)  # a private copy: its view never grows
 
-    def _load_committed(self, session_id: str) -> Session:
-        """Validate a cold session, durably close an interrupted turn; return it unsealed (a copy)."""
-        stored, prepared, closers = self._prepare(session_id)
+    def _load_committed(self, session_id: str,
+                        ready: tuple[StoredLog, Session, list[Event]] | None = None) -> Session:
+        """Validate a cold session, durably close an interrupted turn; return it unsealed (a copy).
+
+        The caller holds the writer lock, unless ``ready`` (a fresh ``_prepare``) needs no repair.
+        """
+        stored, prepared, closers = ready or self._prepare(session_id)
         if stored.torn is not None or closers:
             self._commit_repair(stored.header, stored.torn, [*stored.recovered, *closers])
             with self._guard:
@@ -280,24 +312,7 @@ class Store(ABC):
                 cache.popitem(last=False)
 
     def _validate(self, session_id: str, stored: StoredLog) -> tuple[StoredLog, Session, list[Event]]:
-        events = [*stored.events, *stored.recovered]
-        try:
-            if stored.header.id != session_id:
-                raise InvalidEventError(f"header id {stored.header.id!r} does not match")
-            plain = _PLAIN_TYPES
-            for event in events:
-                if event.type not in plain:  # packed chunk runs are plain: their type is assistant/chunk
-                    _refuse_retired(cast(Event, event), session_id)
-                    _refuse_unknown(cast(Event, event), session_id)
-            upgraded = upgrade_legacy_chain(session_id, events, stored.writers)  # in memory only
-            session = Session._unsealed(session_id, upgraded, stored.header)
-        except SessionFormatUnsupportedError:
-            raise
-        except AgentlogError as exc:
-            raise SessionCorruptionError(
-                f'stored session "{session_id}" failed validation: {exc}', session_id=session_id
-            ) from exc
-        return stored, session, interrupted_turn_closers(session.events)
+        return stored, *validate_stored(session_id, stored)
 
     def read_from(self, session_id: str, from_seq: int) -> Inspection:
         """Stored events with ``seq >= from_seq`` (no repair, no closers); [] past the end."""
@@ -361,7 +376,7 @@ class Store(ABC):
         from agentlog.store.writer import LiveSession
 
         self._check_open()
-        lock = self._acquire_writer_lock(session_id)
+        lock = self._take_writer_lock(session_id, "open for writing")
         try:
             with self._serialized(session_id):
                 session = self._load_committed(session_id)
@@ -475,15 +490,12 @@ class Store(ABC):
                     f"cannot delete: fork children reference this session ({', '.join(sorted(children))})",
                     session_id=session_id,
                 )
-            lock = self._acquire_writer_lock(session_id)
-            try:
+            with self._writer_locked(session_id, "delete"):
                 self._delete_stored(session_id)
                 self._states.pop(session_id, None)
                 with self._guard:  # release what was read of it
                     self._prepared.pop(session_id, None)
                     self._fork_sources.pop(session_id, None)
-            finally:
-                lock.release()
 
     def close(self) -> None:
         """Drain and close every live session, then release the backend (idempotent)."""
@@ -564,33 +576,6 @@ class Store(ABC):
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
-
-
-_RETIRED = frozenset({LEGACY_HEADER_DELTA, "mode/set"})
-_PLAIN_TYPES = STORED_EVENT_TYPES - _RETIRED - {REQUEST_HEADER}
-"""Stored types that neither refusal can apply to (the bulk of a log, packed rows included)."""
-
-
-def _refuse_retired(event: Event, session_id: str) -> None:
-    if event.type in _RETIRED:
-        raise InvalidEventError(f"unsupported legacy {event.type} at seq {event.seq}",
-                                session_id=session_id, seq=event.seq)
-    if event.type == REQUEST_HEADER and isinstance(event.data, dict) and (
-        event.data.get("reason") == "fallback"
-    ):
-        raise InvalidEventError(
-            f'unsupported legacy request/header reason "fallback" at seq {event.seq}',
-            session_id=session_id, seq=event.seq,
-        )
-
-
-def _refuse_unknown(event: Event, session_id: str) -> None:
-    if event.type not in STORED_EVENT_TYPES and not event.ignorable:
-        raise SessionFormatUnsupportedError(
-            f"event type {event.type!r} at seq {event.seq} is not marked ignorable; "
-            "it was likely written by a newer agentlog or DSH",
-            session_id=session_id, seq=event.seq,
-        )
 
 
 def last_turn_is_open(events: Sequence[Event]) -> bool:

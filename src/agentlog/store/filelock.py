@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from agentlog.errors import PersistenceIOError, SessionLockedError
+from agentlog.store.fs import FileSystem
 from agentlog.store.records import WriterLock
 
 __all__ = ["FileLock", "lock_session_file"]
@@ -41,7 +42,7 @@ def lock_session_file(path: Path, session_id: str) -> FileLock:
     A lock file unlinked by a concurrent delete is detected (inode check) and re-created.
     """
     try:
-        os.makedirs(path.parent, mode=0o700, exist_ok=True)
+        FileSystem().makedirs(str(path.parent))  # every level it creates 0700, the root included
     except OSError as exc:
         raise PersistenceIOError(f"cannot create the lock directory: {exc}", session_id=session_id,
                                  file=str(path)) from exc

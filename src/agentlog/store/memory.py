@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentlog.errors import SessionLockedError, SessionNotFoundError, UsageError
+from agentlog.errors import ConcurrentWriterError, SessionLockedError, SessionNotFoundError, UsageError
 from agentlog.events import Event
 from agentlog.header import SessionHeader
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
@@ -63,6 +63,7 @@ class MemoryStore(Store):
         other = MemoryStore(write_delay_ms=self.write_delay_ms)
         other._store_id = self._store_id
         other._sessions = self._sessions
+        other._locked, other._locks_guard = self._locked, self._locks_guard  # locks are shared too
         return other
 
     def _revision(self, stored: _Stored) -> str:
@@ -81,6 +82,10 @@ class MemoryStore(Store):
         stored = self._sessions.get(header.id)
         if stored is None:
             stored = self._sessions[header.id] = _Stored(header)
+        if events and events[0].seq != len(stored.events):  # another instance wrote since our read
+            raise ConcurrentWriterError(
+                f"append seq mismatch: stored next seq is {len(stored.events)}, batch starts at "
+                f"{events[0].seq}", session_id=header.id, seq=events[0].seq)
         stored.events.extend(events)
         stored.revision += 1
 

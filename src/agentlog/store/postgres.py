@@ -19,8 +19,9 @@ share a database with a schema each. Behind PgBouncer, use session pooling: writ
 Guarantees: each append is one transaction that checks the stored next seq, so a racing
 writer gets ``ConcurrentWriterError`` and logs never interleave; a live session holds a
 PostgreSQL advisory lock (on its own connection) for its lifetime, so a second writer on
-any host gets ``SessionLockedError`` naming the holder's process, and the lock is released
-when the holder's connection dies. ``tail()``/``atail()`` follow a live session from
+any host gets ``SessionLockedError`` naming the holder's process (a cold append or repair
+takes the same lock for its one write), and the lock is released when the holder's
+connection dies. ``tail()``/``atail()`` follow a live session from
 another host (``LISTEN``/``NOTIFY``, re-reading by index seek). Forks reference their
 parent's prefix (O(1)); ``materialize()`` turns one into a full copy.
 
@@ -64,7 +65,7 @@ from agentlog.packed import resolve_entries
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
 from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_follow import afollow, follow
-from agentlog.store.postgres_locks import TRY_XACT_LOCK, AdvisoryLocks, application_name, locked_error
+from agentlog.store.postgres_locks import AdvisoryLocks, application_name
 from agentlog.store.postgres_rows import encode_rows, scan_rows, scan_suffix
 from agentlog.store.postgres_schema import Statements, ensure_schema
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
@@ -334,7 +335,7 @@ class PostgresStore(Store):
                 cursor.executemany(self._sql.insert_row, [(session_id, *row) for row in encode_rows(events)])
 
     def _append_batch(self, header: SessionHeader, events: Sequence[Event], *, materialize: bool) -> None:
-        """One transaction: (lock check,) advance the stored next seq or create the row, insert, notify."""
+        """One transaction (writer lock held): advance the stored next seq or create the row, insert."""
         self._ready()
         sid, first, end = header.id, events[0].seq, events[-1].seq + 1
         rows = [(sid, *row) for row in encode_rows(events)]
@@ -343,8 +344,6 @@ class PostgresStore(Store):
             try:
                 with conn.transaction():
                     with conn.pipeline():
-                        key = self._locks.key(sid)
-                        locked = None if self._locks.holds(sid) else conn.execute(TRY_XACT_LOCK, (key,))
                         if materialize:
                             advanced = None
                             conn.execute(self._sql.insert_session,
@@ -354,8 +353,6 @@ class PostgresStore(Store):
                         with conn.cursor() as cursor:
                             cursor.executemany(self._sql.insert_row, rows)
                         conn.execute(_NOTIFY, (self.channel(sid), str(end)))
-                    if locked is not None and not _scalar(locked):
-                        raise locked_error(conn, self._locks.key(sid), sid, "cannot append")
                     if advanced is not None and advanced.fetchone() is None:
                         raise _Mismatch()
             except (_Mismatch, psycopg.errors.UniqueViolation) as exc:
@@ -386,9 +383,6 @@ class PostgresStore(Store):
         self._ready()
         sid = header.id
         with translate(sid, self.where), self._pool.connection() as conn, conn.transaction():
-            key = self._locks.key(sid)
-            if not self._locks.holds(sid) and not _scalar(conn.execute(TRY_XACT_LOCK, (key,))):
-                raise locked_error(conn, key, sid, "cannot repair its interrupted turn")
             row = conn.execute(self._sql.lock_session, (sid,)).fetchone()
             if row is None:
                 raise SessionNotFoundError("cannot repair: the metadata row is missing", session_id=sid)

@@ -2,8 +2,8 @@
 
 A live session holds ``pg_try_advisory_lock(key)`` on a connection of its own for its whole
 lifetime; the server releases it when that connection dies, so a killed writer never wedges a
-session. Writes made without the session lock (direct appends, repairs) take the same key
-with ``pg_try_advisory_xact_lock`` inside their transaction. The holder is named from
+session. Cold writes (direct appends, repairs) take the same lock for their one write
+(``Store._writer_locked``). The holder is named from
 ``pg_locks``/``pg_stat_activity``: lock connections carry ``application_name``
 ``agentlog pid=<pid> host=<host>``.
 """
@@ -23,9 +23,8 @@ from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_schema import advisory_key
 from agentlog.store.records import WriterLock
 
-__all__ = ["TRY_XACT_LOCK", "AdvisoryLocks", "SessionLock", "locked_error"]
+__all__ = ["AdvisoryLocks", "SessionLock", "locked_error"]
 
-TRY_XACT_LOCK: Final = "SELECT pg_try_advisory_xact_lock(%s)"
 _HOLDER: Final = (
     "SELECT a.pid, a.application_name, host(a.client_addr), a.client_hostname "
     "FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid "
@@ -92,10 +91,6 @@ class AdvisoryLocks:
 
     def key(self, session_id: str) -> int:
         return advisory_key("agentlog-writer", self._schema, session_id)
-
-    def holds(self, session_id: str) -> bool:
-        """True while this store holds the session's lock (its own writes need no other check)."""
-        return session_id in self._held
 
     def acquire(self, session_id: str) -> SessionLock:
         """Take the session's lock or raise ``SessionLockedError`` naming the holder."""
