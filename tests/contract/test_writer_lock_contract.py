@@ -114,11 +114,6 @@ def test_after_the_writer_is_gone_load_takes_the_lock_and_repairs(open_store: St
 def test_a_direct_append_after_another_writer_wrote_is_refused_not_written_at_a_stale_seq(
     open_store: StoreFactory, backend: str, request: pytest.FixtureRequest
 ) -> None:
-    if backend in ("jsonl-raw", "jsonl-zstd"):  # found with item 1, not fixed yet
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "known gap: this store trusts the cursor cached at its own last direct append, so a "
-            "later one after another writer's turn lands at a stale seq (JSONL: seq gap in the "
-            "committed region); SQLite, PostgreSQL and memory check the stored next seq")))
     first, second = open_store(), open_store()
     first.create(HEADER)
     first.append("s1", turn_events(0, 1))

@@ -1029,7 +1029,7 @@ def test_a_read_only_database_reads_or_fails_with_agentlog_errors(directory_writ
         if os.geteuid() == 0:  # root ignores file modes: drop to nobody, owning the files
             args.append("65534")
             os.chmod(root, 0o755)
-            for path in (directory, *directory.iterdir()):
+            for path in (directory, *directory.rglob("*")):
                 os.chown(path, 65534, 65534)
         for path in directory.iterdir():
             if path.is_file():  # the database files; the writer-lock directory (which the

@@ -26,6 +26,7 @@ import zstandard
 
 from agentlog.errors import (
     AgentlogError,
+    ConcurrentWriterError,
     PersistenceIOError,
     SessionCorruptionError,
     SessionExistsError,
@@ -112,6 +113,8 @@ class JsonlStore(JsonlForks):
         self._paths: dict[str, Path] = {}
         self._cache: OrderedDict[str, Transcript] = OrderedDict()
         self._cache_guard = threading.Lock()
+        self._ends: dict[str, tuple[int, int]] = {}
+        """Per session, (next seq, byte size) where the transcript ended when last read or written."""
         self._preflight_done = False
         self._preflight_error: StoreError | None = None
 
@@ -292,7 +295,8 @@ class JsonlStore(JsonlForks):
         data, revision = read
         scan = scan_log(data, compressed=self.compressed, path=str(path), until_seq=until_seq)
         self._check_identity(session_id, scan.header, path)
-        transcript = Transcript(path, revision, scan.header, tuple(scan.events), scan.torn, scan.partial)
+        transcript = Transcript(path, revision, len(data), scan.header, tuple(scan.events), scan.torn,
+                                scan.partial)
         with self._cache_guard:
             self._cache[session_id] = transcript
             self._cache.move_to_end(session_id)
@@ -303,6 +307,14 @@ class JsonlStore(JsonlForks):
     def _forget(self, session_id: str) -> None:
         with self._cache_guard:
             self._cache.pop(session_id, None)
+
+    def _saw_end(self, session_id: str, next_seq: int, size: int | None) -> None:
+        """Remember where the transcript ended when this store last read or wrote it (None: unknown)."""
+        with self._cache_guard:
+            if size is None:
+                self._ends.pop(session_id, None)
+            else:
+                self._ends[session_id] = (next_seq, size)
 
     def _stored_exists(self, session_id: str) -> bool:
         return self._find(session_id) is not None
@@ -320,6 +332,8 @@ class JsonlStore(JsonlForks):
             prefix, shared = self._shared_prefix(transcript)
             writers = chain_writers(shared, first_stored_seq(transcript.stored_header), session_id)
             events = [*prefix, *events]
+        if not transcript.partial:
+            self._saw_end(session_id, len(events), transcript.size)
         torn = transcript.torn
         return StoredLog(public_header(transcript.stored_header), events, transcript.revision, torn,
                          list(torn.recovered) if torn is not None else [], writers,
@@ -433,9 +447,11 @@ class JsonlStore(JsonlForks):
         data = self._encode(events) if events else b""
         if materialize:
             plain = public_header(header)  # only a fork by reference may claim a shared prefix
-            self._materialize(plain, self._encode_header(plain) + data)
+            content = self._encode_header(plain) + data
+            self._materialize(plain, content)
+            self._saw_end(header.id, events[-1].seq + 1 if events else 0, len(content))
         else:
-            self._append_bytes(header.id, data)
+            self._append_bytes(header.id, data, (events[0].seq, events[-1].seq + 1) if events else None)
         self._forget(header.id)
 
     def _materialize(self, header: SessionHeader, content: bytes) -> None:
@@ -474,8 +490,13 @@ class JsonlStore(JsonlForks):
                 fs.unlink(temp)
         self._paths[header.id] = final
 
-    def _append_bytes(self, session_id: str, data: bytes) -> None:
-        """Append and fsync; on failure truncate back to the previous size and re-raise."""
+    def _append_bytes(self, session_id: str, data: bytes, seqs: tuple[int, int] | None) -> None:
+        """Append and fsync; on failure truncate back to the previous size and re-raise.
+
+        ``seqs`` = (first, next) seq of the batch. The file must end where this store last saw it
+        end, at ``first``: otherwise another writer appended since (this store's cursor is stale)
+        and the batch is refused before a byte is written.
+        """
         path = self._write_path(session_id)
         if path is None:
             raise SessionCorruptionError("transcript vanished while the session was open",
@@ -491,6 +512,17 @@ class JsonlStore(JsonlForks):
             with contextlib.suppress(OSError):
                 fs.close(fd)
             io_error(f"cannot stat for append: {exc}", exc, session_id=session_id, file=str(path))
+        with self._cache_guard:
+            known = self._ends.get(session_id)
+        if seqs is not None and known is not None and known != (seqs[0], size):
+            with contextlib.suppress(OSError):
+                fs.close(fd)
+            raise ConcurrentWriterError(
+                f"append seq mismatch: this store expected the transcript to end at seq {known[0]} "
+                f"(byte {known[1]}) but it holds {size} bytes and the batch starts at seq {seqs[0]}: "
+                "another writer appended since this store last read it",
+                session_id=session_id, seq=seqs[0], file=str(path), offset=size,
+            )
         try:
             fs.write(fd, data)
             fs.fsync(fd)
@@ -510,6 +542,8 @@ class JsonlStore(JsonlForks):
             fs.close(fd)
         except OSError as exc:
             io_error(f"close after append failed: {exc}", exc, session_id=session_id, file=str(path))
+        if seqs is not None:
+            self._saw_end(session_id, seqs[1], size + len(data))
 
     def _truncate(self, path: Path, size: int) -> None:
         fs = self._fs
@@ -531,8 +565,11 @@ class JsonlStore(JsonlForks):
             except OSError as exc:
                 io_error(f"could not truncate torn tail: {exc}", exc, session_id=header.id,
                           file=str(path), offset=torn.truncate_to)
+            with self._cache_guard:
+                known = self._ends.get(header.id)
+            self._saw_end(header.id, known[0] if known else 0, torn.truncate_to if known else None)
         if events:
-            self._append_bytes(header.id, self._encode(events))
+            self._append_bytes(header.id, self._encode(events), (events[0].seq, events[-1].seq + 1))
 
     # -- locks -----------------------------------------------------------------------------------
 

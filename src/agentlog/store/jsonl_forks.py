@@ -47,6 +47,8 @@ class Transcript:
 
     path: Path
     revision: str
+    size: int
+    """Bytes of the file as read (a torn tail included)."""
     stored_header: SessionHeader
     """The header line as written (may carry ``agentlogSharedPrefix``)."""
     events: tuple[LogEntry, ...]
@@ -93,6 +95,9 @@ class JsonlForks(Store):
         raise NotImplementedError
 
     def _forget(self, session_id: str) -> None:
+        raise NotImplementedError
+
+    def _saw_end(self, session_id: str, next_seq: int, size: int | None) -> None:
         raise NotImplementedError
 
     def _encode(self, events: Sequence[Event]) -> bytes:
@@ -184,6 +189,7 @@ class JsonlForks(Store):
             except BaseException:
                 self._remove_marker(marker)
                 raise
+        self._saw_end(header.id, len(prefix) + len(suffix), len(content))
         state.materialized = True
         state.cursor = len(prefix) + len(suffix)
 
@@ -292,6 +298,7 @@ class JsonlForks(Store):
         finally:
             self._paths.pop(session_id, None)
             self._forget(session_id)
+            self._saw_end(session_id, 0, None)
         if header is not None and header.parent_session is not None:
             parent = self._find(header.parent_session)
             if parent is not None:
@@ -354,6 +361,7 @@ class JsonlForks(Store):
                       file=str(path))
         finally:
             self._forget(session_id)
+            self._saw_end(session_id, 0, None)  # rewritten: known again at the next read
         parent = self._find(stored.parent_session) if stored.parent_session is not None else None
         if parent is not None:
             self._remove_marker(parent.parent / FORKS_DIR / encode_session_id(session_id))
