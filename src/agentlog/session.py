@@ -11,16 +11,14 @@ import asyncio
 import inspect
 import logging
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain, islice
-from typing import Any, Final, overload
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final
 
 from agentlog.bulk import gc_paused
 from agentlog.errors import (
     AgentlogError,
     InvalidEventError,
     InvalidHeaderError,
-    SurfaceError,
     UsageError,
 )
 from agentlog.events import (
@@ -32,15 +30,13 @@ from agentlog.events import (
     Event,
     Replace,
     SurfaceOp,
-    check_envelope,
-    make_event,
-    wire_op_first,
 )
 from agentlog.header import SessionHeader, now_ms
 from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze
-from agentlog.messages import Message, check_message_shape, derive_event_message
-from agentlog.packed import ChunkRun, LogEntry
-from agentlog.request_header import canonical_header, check_request_header_shape, event_header
+from agentlog.messages import Message, derive_event_message
+from agentlog.packed import EventsView, LogEntry
+from agentlog.request_header import canonical_header, event_header
+from agentlog.seed import validate_seed
 from agentlog.surface import Surface, SurfaceManager, parse_markers
 
 __all__ = ["EventsView", "Observer", "Session", "Validator"]
@@ -54,62 +50,6 @@ Observer = Callable[[Event], object]
 
 Validator = Callable[[Event], None]
 """Called with each candidate event before it commits; raising vetoes the append."""
-
-class EventsView(Sequence[Event]):
-    """An immutable snapshot of the first ``len`` events of a log (the log only grows).
-
-    Slots below ``lazy_end`` may hold a packed ``ChunkRun`` (a cold-loaded row): reading
-    one returns its event, built once and shared by every reader.
-    """
-
-    __slots__ = ("_lazy", "_len", "_log", "_source")
-
-    def __init__(self, log: list[LogEntry], length: int, lazy_end: int | None = None,
-                 source: Session | None = None) -> None:
-        self._log = log
-        self._len = length
-        self._lazy = length if lazy_end is None else min(lazy_end, length)
-        self._source = source  # the session whose log this is (restore may reuse its validation)
-
-    @overload
-    def __getitem__(self, index: int) -> Event: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Event]: ...
-    def __getitem__(self, index: int | slice) -> Event | list[Event]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self._len)
-            if step == 1 and start >= self._lazy:
-                return self._log[start:stop]  # type: ignore[return-value]
-            return [self[position] for position in range(start, stop, step)]
-        if index < 0:
-            index += self._len
-        if not 0 <= index < self._len:
-            raise IndexError("event index out of range")
-        entry = self._log[index]
-        return entry if entry.__class__ is Event else entry.event(index)  # type: ignore[union-attr]
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __iter__(self) -> Iterator[Event]:
-        log = self._log
-        lazy = self._lazy
-        for index in range(lazy):
-            entry = log[index]
-            yield entry if entry.__class__ is Event else entry.event(index)  # type: ignore[union-attr]
-        for index in range(lazy, self._len):
-            yield log[index]  # type: ignore[misc]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence):
-            return len(other) == self._len and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"EventsView({self._len} events)"
-
 
 class Session:
     """An append-only, validated event log with a live surface and derived messages."""
@@ -235,68 +175,7 @@ class Session:
 
     def _load_seed(self, seed: Iterable[Any]) -> None:
         with gc_paused():
-            self._validate_seed(seed)
-
-    def _validate_seed(self, seed: Iterable[Any]) -> None:
-        sid = self._header.id
-        log = self._log
-        manager = self._manager
-        contiguous = self._validated == len(log)
-        if isinstance(seed, EventsView):  # another session's (or a store's) log: keep packed runs packed
-            seed = seed._log[: seed._len]
-        entries: Iterator[Any] = iter(seed)
-        index = len(log) - 1
-        while (entry := next(entries, _END)) is not _END:
-            index += 1
-            if entry.__class__ is Event and entry[4] is None and entry[1] == index and (
-                entry[0] not in _SHAPED_TYPES
-            ):  # the bulk of a log (chunks, steps): nothing to check but its place
-                manager.next_seq = index + 1
-                log.append(entry)
-                continue
-            if entry.__class__ is ChunkRun:  # a validated packed row: log-only chunk events
-                if not entry.seq0 <= index < entry.seq0 + entry.count:
-                    raise InvalidEventError(
-                        f"seed event at index {index} is member {index - entry.seq0} of a packed row of "
-                        f"{entry.count} from seq {entry.seq0}; seed must be contiguous from 0",
-                        session_id=sid, seq=index, event_type=entry.type,
-                    )
-                log.append(entry)
-                if index == entry.seq0:  # take the row's other slots at once when they follow it
-                    rest = list(islice(entries, entry.count - 1))
-                    if rest.count(entry) == len(rest):
-                        log.extend(rest)
-                        index += len(rest)
-                    else:
-                        entries = chain(rest, entries)
-                manager.next_seq = index + 1
-                self._lazy_end = index + 1
-                continue
-            try:
-                event = entry if type(entry) is Event else _event_from_seed(entry, index)
-                _check_seed_shapes(event, index)
-                if event.seq != index:
-                    raise InvalidEventError(
-                        f"seed event at index {index} has seq {event.seq} (expected {index}); "
-                        "seed must be contiguous from 0"
-                    )
-                try:
-                    if event.surface_op is None:
-                        manager.skip(event)
-                    else:
-                        manager.apply(event)
-                except AgentlogError as exc:
-                    raise _seed_error(exc, index) from None
-                except Exception as exc:
-                    raise SurfaceError(
-                        f"invalid seed event at index {index}: invalid surface metadata ({exc})"
-                    ) from exc
-            except AgentlogError as exc:
-                raise exc.locate(session_id=sid, seq=index, event_type=_entry_type(entry)) from None
-            log.append(event)
-        if contiguous:
-            self._validated = len(log)
-        self._first_live_seq = len(log)
+            validate_seed(self, seed)
 
     def _mark_end_seed(self) -> None:
         if not self._log or self._log[-1].type != END_SEED:
@@ -578,54 +457,6 @@ def _resolve_header(session_id: str, header: SessionHeader | dict[str, Any] | No
     return resolved
 
 
-def _event_from_seed(entry: Any, index: int) -> Event:
-    """Spec C3, C4 and the static marker rules for one wire seed entry."""
-    where = f"seed event at index {index}"
-    check_envelope(entry, where)
-    data = freeze(entry["data"], root="data", what=f"{where} is not losslessly JSON-serializable")
-    has_op, has_seqs = "surfaceOp" in entry, "sourceEventSeqs" in entry
-    if has_op or has_seqs or entry["type"] in SURFACE_TYPES:
-        try:
-            op, seqs = parse_markers(
-                entry["type"], entry["seq"], entry.get("surfaceOp"), entry.get("sourceEventSeqs"),
-                has_op=has_op, has_seqs=has_seqs,
-            )
-        except AgentlogError as exc:
-            raise _seed_error(exc, index) from None
-    else:
-        op, seqs = None, None
-    return make_event(entry["type"], entry["seq"], entry["time"], data, op, seqs,
-                      entry.get("ignorable", False), wire_op_first(entry))
-
-
-def _seed_error(exc: AgentlogError, index: int) -> InvalidEventError:
-    """Spec C9: a seed's surface failure, re-raised as "invalid seed event at index i: ..."."""
-    kind = SurfaceError if isinstance(exc, SurfaceError) else InvalidEventError
-    return kind(f"invalid seed event at index {index}: {exc.detail}", path=exc.path)
-
-
-def _entry_type(entry: Any) -> str | None:
-    """The type of a seed entry (Event or wire object) when it is a string."""
-    kind = entry.type if type(entry) is Event else (
-        entry.get("type") if isinstance(entry, dict) else None
-    )
-    return kind if type(kind) is str else None
-
-
 _CHECKED_TYPES: Final = SURFACE_TYPES | {"", LEGACY_HEADER_DELTA, REQUEST_HEADER}
 """Types ``append`` always sends through ``_candidate`` (markers required, legacy refusals)."""
 
-_END: Final = object()
-"""End of a seed (``_validate_seed`` walks it with ``next``, to take packed rows whole)."""
-
-_SHAPED_TYPES: Final = SURFACE_TYPES | {REQUEST_HEADER}
-"""Types whose stored data ``_check_seed_shapes`` checks (all other log-only events pass as they are)."""
-
-
-def _check_seed_shapes(event: Event, index: int) -> None:
-    """Spec C5-C7: header and message shapes a stored event must have."""
-    kind = event.type
-    if kind in SURFACE_TYPES:
-        check_message_shape(kind, event.data, f"seed {kind} at index {index}")
-    elif kind == REQUEST_HEADER:
-        check_request_header_shape(event.data, f"seed request/header at index {index}")
