@@ -239,6 +239,23 @@ def test_range_is_checked_before_provenance() -> None:
         session.append("user/message", user_message("c"), surface_op=Replace(9, 0))
 
 
+@pytest.mark.parametrize(
+    "seqs",
+    [[0, 0], [], "0", [-1], [0.5], [5]],
+    ids=["duplicate", "empty", "not-an-array", "negative", "fraction", "forward"],
+)
+def test_replace_range_is_looked_up_before_any_provenance_rule(seqs: Any) -> None:
+    """Spec S11: range lookup, then provenance (S4-S7), on append and on restore alike."""
+    session = session_with_users(2)
+    before = snapshot(session)
+    with pytest.raises(SurfaceError, match=r"seq 2: replace start seq 42 not found in surface$"):
+        session.append("user/message", user_message("c"), surface_op=Replace(42, 42), source_event_seqs=seqs)
+    assert_unchanged(session, before)
+    seed = [user_wire(0), user_wire(1), user_wire(2, surfaceOp=replace_op(42, 42), sourceEventSeqs=seqs)]
+    with pytest.raises(SurfaceError, match=r"index 2: replace start seq 42 not found in surface$"):
+        Session.restore("s", seed, {"version": 0, "id": "s", "createdAt": 0})
+
+
 def test_failed_candidate_keeps_the_node_list_and_later_appends_extend_it() -> None:
     session = session_with_users(2)
     view = session.surface.nodes

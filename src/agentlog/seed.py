@@ -106,7 +106,7 @@ def _event_from_seed(entry: Any, index: int) -> Event:
         try:
             op, seqs = parse_markers(
                 entry["type"], entry["seq"], entry.get("surfaceOp"), entry.get("sourceEventSeqs"),
-                has_op=has_op, has_seqs=has_seqs,
+                has_op=has_op, has_seqs=has_seqs, range_first=True,
             )
         except AgentlogError as exc:
             raise _seed_error(exc, index) from None

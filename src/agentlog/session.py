@@ -366,7 +366,7 @@ class Session:
         if event_type in SURFACE_TYPES or surface_op is not None or source_seqs is not None:
             op, seqs = parse_markers(
                 event_type, seq, surface_op, source_seqs,
-                has_op=surface_op is not None, has_seqs=source_seqs is not None,
+                has_op=surface_op is not None, has_seqs=source_seqs is not None, range_first=True,
             )
         else:
             op, seqs = None, None
