@@ -33,6 +33,7 @@ from agentlog.errors import (
     SurfaceError,
     TargetPressureConfigError,
     UsageError,
+    WriteFailedError,
 )
 from agentlog.events import KNOWN_EVENT_TYPES, SURFACE_TYPES, Event, Replace, SurfaceOp
 from agentlog.fork import fork
@@ -141,6 +142,7 @@ __all__ = [
     "ToolResultPruner",
     "Turn",
     "UsageError",
+    "WriteFailedError",
     "__version__",
     "canonical_header",
     "check_invariants",

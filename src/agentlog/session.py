@@ -23,6 +23,7 @@ from agentlog.errors import (
 )
 from agentlog.events import (
     END_SEED,
+    KNOWN_EVENT_TYPES,
     LEGACY_HEADER_DELTA,
     REQUEST_CONTEXT,
     REQUEST_HEADER,
@@ -32,7 +33,7 @@ from agentlog.events import (
     SurfaceOp,
 )
 from agentlog.header import SessionHeader, now_ms
-from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze
+from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze, valid_text
 from agentlog.messages import Message, derive_event_message
 from agentlog.packed import EventsView, LogEntry
 from agentlog.request_header import canonical_header, event_header
@@ -314,8 +315,8 @@ class Session:
         log = self._log
         seq = len(log)
         if data.__class__ is FrozenDict and surface_op is None and source_event_seqs is None and (
-            type.__class__ is str and type not in _CHECKED_TYPES and not self._publishing
-        ):  # the bulk of a recording (stream chunks, steps): frozen data, no markers
+            type in _PLAIN_TYPES and type.__class__ is str and not self._publishing
+        ):  # the bulk of a recording (stream chunks, steps): a known type, frozen data, no markers
             time = self._clock()
             if time.__class__ is int and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
                 event: Event = _new_tuple(Event, (type, seq, time, data, None, None, False, False))
@@ -333,8 +334,8 @@ class Session:
             if event[4] is not None:
                 self._manager.validate_next(event)
         except AgentlogError as exc:
-            raise exc.locate(session_id=self.id, seq=seq,
-                             event_type=type if isinstance(type, str) else None) from None
+            named = type if isinstance(type, str) and valid_text(type) else None
+            raise exc.locate(session_id=self.id, seq=seq, event_type=named) from None
         if self._validators or self._observers:
             return self._publish(event)
         if event[4] is None:  # log-only: _candidate already refused markerless surface types
@@ -349,6 +350,10 @@ class Session:
     ) -> Event:
         if event_type.__class__ is not str or not event_type:
             raise InvalidEventError(f"event type must be a non-empty string, got {event_type!r}")
+        if not valid_text(event_type):  # it could never be written (UTF-8)
+            raise InvalidEventError(
+                f"event type {event_type!r} is not valid Unicode: it contains a lone surrogate"
+            )
         frozen = data if data.__class__ is FrozenDict else freeze(
             data, root="data", what="non-JSON-serializable data"
         )
@@ -457,6 +462,7 @@ def _resolve_header(session_id: str, header: SessionHeader | dict[str, Any] | No
     return resolved
 
 
-_CHECKED_TYPES: Final = SURFACE_TYPES | {"", LEGACY_HEADER_DELTA, REQUEST_HEADER}
-"""Types ``append`` always sends through ``_candidate`` (markers required, legacy refusals)."""
+_PLAIN_TYPES: Final = KNOWN_EVENT_TYPES - SURFACE_TYPES - {LEGACY_HEADER_DELTA, REQUEST_HEADER}
+"""Known types ``append`` may log without ``_candidate`` (no markers, shapes or legacy refusals
+apply); every other type, unknown ones included, is checked there."""
 
