@@ -29,7 +29,7 @@ from agentlog.surface import parse_markers
 if TYPE_CHECKING:
     from agentlog.session import Session
 
-__all__ = ["check_seed_shapes", "validate_seed"]
+__all__ = ["SHAPED_TYPES", "check_shapes", "validate_seed"]
 
 
 def validate_seed(session: Session, seed: Iterable[Any]) -> None:
@@ -46,7 +46,7 @@ def validate_seed(session: Session, seed: Iterable[Any]) -> None:
     while (entry := next(entries, _END)) is not _END:
         index += 1
         if entry.__class__ is Event and entry[4] is None and entry[1] == index and (
-            entry[0] not in _SHAPED_TYPES
+            entry[0] not in SHAPED_TYPES
         ):  # the bulk of a log (chunks, steps): nothing to check but its place
             manager.next_seq = index + 1
             log.append(entry)
@@ -71,7 +71,7 @@ def validate_seed(session: Session, seed: Iterable[Any]) -> None:
             continue
         try:
             event = entry if type(entry) is Event else _event_from_seed(entry, index)
-            check_seed_shapes(event, index)
+            _check_seed_shapes(event, index)
             if event.seq != index:
                 raise InvalidEventError(
                     f"seed event at index {index} has seq {event.seq} (expected {index}); "
@@ -133,14 +133,20 @@ def _entry_type(entry: Any) -> str | None:
 _END: Final = object()
 """End of a seed (``validate_seed`` walks it with ``next``, to take packed rows whole)."""
 
-_SHAPED_TYPES: Final = SURFACE_TYPES | {REQUEST_HEADER}
-"""Types whose stored data ``check_seed_shapes`` checks (all other log-only events pass as they are)."""
+SHAPED_TYPES: Final = SURFACE_TYPES | {REQUEST_HEADER}
+"""Types whose stored data ``check_shapes`` checks (all other log-only events pass as they are)."""
 
 
-def check_seed_shapes(event: Event, index: int) -> None:
-    """Spec C5-C7: header and message shapes a stored event must have."""
+def _check_seed_shapes(event: Event, index: int) -> None:
+    if event.type in SHAPED_TYPES:
+        check_shapes(event, f"seed {event.type} at index {index}")
+
+
+def check_shapes(event: Event, subject: str) -> None:
+    """Spec C5-C7: the header and message shapes a stored event must have; restore and every
+    append check them (``subject`` names the event in errors)."""
     kind = event.type
     if kind in SURFACE_TYPES:
-        check_message_shape(kind, event.data, f"seed {kind} at index {index}")
+        check_message_shape(kind, event.data, subject)
     elif kind == REQUEST_HEADER:
-        check_request_header_shape(event.data, f"seed request/header at index {index}")
+        check_request_header_shape(event.data, subject)

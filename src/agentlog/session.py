@@ -12,7 +12,7 @@ import inspect
 import logging
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final
+from typing import Any
 
 from agentlog.bulk import gc_paused
 from agentlog.errors import (
@@ -23,8 +23,6 @@ from agentlog.errors import (
 )
 from agentlog.events import (
     END_SEED,
-    KNOWN_EVENT_TYPES,
-    LEGACY_HEADER_DELTA,
     REQUEST_CONTEXT,
     REQUEST_HEADER,
     SURFACE_TYPES,
@@ -38,6 +36,7 @@ from agentlog.messages import Message, derive_event_message
 from agentlog.packed import EventsView, LogEntry
 from agentlog.request_header import canonical_header, event_header
 from agentlog.seed import validate_seed
+from agentlog.storable import APPEND_PLAIN_TYPES, check_appendable
 from agentlog.surface import Surface, SurfaceManager, parse_markers
 
 __all__ = ["EventsView", "Observer", "Session", "Validator"]
@@ -70,6 +69,7 @@ class Session:
         self._observers: tuple[Observer, ...] = ()
         self._validators: tuple[Validator, ...] = ()
         self._publishing = False
+        self._stored = False  # a store's session: also refuse what a cold read refuses (LiveSession)
         self._derived: list[Message] = []
         self._derived_nodes = 0
         self._derived_generation = 0
@@ -315,7 +315,7 @@ class Session:
         log = self._log
         seq = len(log)
         if data.__class__ is FrozenDict and surface_op is None and source_event_seqs is None and (
-            type in _PLAIN_TYPES and type.__class__ is str and not self._publishing
+            type in APPEND_PLAIN_TYPES and type.__class__ is str and not self._publishing
         ):  # the bulk of a recording (stream chunks, steps): a known type, frozen data, no markers
             time = self._clock()
             if time.__class__ is int and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
@@ -357,12 +357,6 @@ class Session:
         frozen = data if data.__class__ is FrozenDict else freeze(
             data, root="data", what="non-JSON-serializable data"
         )
-        if event_type == LEGACY_HEADER_DELTA:
-            raise InvalidEventError(f"unsupported legacy {LEGACY_HEADER_DELTA}")
-        if event_type == REQUEST_HEADER and isinstance(frozen, dict) and (
-            frozen.get("reason") == "fallback"
-        ):
-            raise InvalidEventError('unsupported legacy request/header reason "fallback"')
         if surface_op is not None and not isinstance(surface_op, (str, Replace)):
             freeze(surface_op, root="surfaceOp", what="non-JSON-serializable surface metadata")
         if source_seqs is not None:
@@ -379,6 +373,7 @@ class Session:
         if time.__class__ is not int or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
             raise UsageError(f"session clock returned {time!r}; expected epoch milliseconds")
         event: Event = _new_tuple(Event, (event_type, seq, time, frozen, op, seqs, False, False))
+        check_appendable(event, self.id, stored=self._stored)  # what restore (and a store) would refuse
         return event
 
     def _publish(self, event: Event) -> Event:
@@ -462,7 +457,5 @@ def _resolve_header(session_id: str, header: SessionHeader | dict[str, Any] | No
     return resolved
 
 
-_PLAIN_TYPES: Final = KNOWN_EVENT_TYPES - SURFACE_TYPES - {LEGACY_HEADER_DELTA, REQUEST_HEADER}
-"""Known types ``append`` may log without ``_candidate`` (no markers, shapes or legacy refusals
-apply); every other type, unknown ones included, is checked there."""
+
 

@@ -32,18 +32,17 @@ from agentlog.errors import (
     UsageError,
 )
 from agentlog.events import (
-    LEGACY_HEADER_DELTA,
-    REQUEST_HEADER,
     TURN_END,
     TURN_START,
     Event,
     is_safe_int,
 )
 from agentlog.header import SessionHeader
-from agentlog.legacy import STORED_EVENT_TYPES, needs_prefix, upgrade_legacy_chain
+from agentlog.legacy import needs_prefix, upgrade_legacy_chain
 from agentlog.packed import LogEntry, resolve_entries
 from agentlog.repair import interrupted_turn_closers
 from agentlog.session import EventsView, Session
+from agentlog.storable import PLAIN_STORED_TYPES, refuse_retired, refuse_unknown
 from agentlog.store.records import Inspection, RawArtifact, Snapshot, StoredLog, WriterLock
 
 if TYPE_CHECKING:
@@ -180,7 +179,7 @@ class Store(ABC):
         self._check_open()
         batch = [event if type(event) is Event else Event.from_wire(event) for event in events]
         for event in batch:
-            _refuse_retired(event, session_id)
+            refuse_retired(event, session_id)
         if not batch:
             return
         for index, event in enumerate(batch[1:], 1):
@@ -285,11 +284,11 @@ class Store(ABC):
         try:
             if stored.header.id != session_id:
                 raise InvalidEventError(f"header id {stored.header.id!r} does not match")
-            plain = _PLAIN_TYPES
+            plain = PLAIN_STORED_TYPES
             for event in events:
                 if event.type not in plain:  # packed chunk runs are plain: their type is assistant/chunk
-                    _refuse_retired(cast(Event, event), session_id)
-                    _refuse_unknown(cast(Event, event), session_id)
+                    refuse_retired(cast(Event, event), session_id)
+                    refuse_unknown(cast(Event, event), session_id)
             upgraded = upgrade_legacy_chain(session_id, events, stored.writers)  # in memory only
             session = Session._unsealed(session_id, upgraded, stored.header)
         except SessionFormatUnsupportedError:
@@ -556,33 +555,6 @@ class Store(ABC):
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
-
-
-_RETIRED = frozenset({LEGACY_HEADER_DELTA, "mode/set"})
-_PLAIN_TYPES = STORED_EVENT_TYPES - _RETIRED - {REQUEST_HEADER}
-"""Stored types that neither refusal can apply to (the bulk of a log, packed rows included)."""
-
-
-def _refuse_retired(event: Event, session_id: str) -> None:
-    if event.type in _RETIRED:
-        raise InvalidEventError(f"unsupported legacy {event.type} at seq {event.seq}",
-                                session_id=session_id, seq=event.seq)
-    if event.type == REQUEST_HEADER and isinstance(event.data, dict) and (
-        event.data.get("reason") == "fallback"
-    ):
-        raise InvalidEventError(
-            f'unsupported legacy request/header reason "fallback" at seq {event.seq}',
-            session_id=session_id, seq=event.seq,
-        )
-
-
-def _refuse_unknown(event: Event, session_id: str) -> None:
-    if event.type not in STORED_EVENT_TYPES and not event.ignorable:
-        raise SessionFormatUnsupportedError(
-            f"event type {event.type!r} at seq {event.seq} is not marked ignorable; "
-            "it was likely written by a newer agentlog or DSH",
-            session_id=session_id, seq=event.seq,
-        )
 
 
 def last_turn_is_open(events: Sequence[Event]) -> bool:

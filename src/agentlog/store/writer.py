@@ -51,6 +51,7 @@ class LiveSession:
     def __init__(self, store: Store, session: Session, state: _State, lock: WriterLock) -> None:
         self.store = store
         self.session = session
+        session._stored = True  # appends refuse what this store's load would refuse
         self._state = state
         self._lock = lock
         self._delay = store.write_delay_ms / 1000.0
