@@ -126,3 +126,14 @@ def test_a_background_write_that_can_never_succeed_fails_the_next_flush(open_sto
         live.flush()
     with pytest.raises(WriteFailedError):
         live.close()
+
+
+def test_a_cold_append_of_a_type_with_a_lone_surrogate_is_refused(open_store: StoreFactory) -> None:
+    store = open_store()
+    store.create(SessionHeader(id="cold", created_at=1))
+    wire = {"type": f"session/{LONE}", "seq": 0, "time": 1, "data": {}}
+    with pytest.raises(InvalidEventError, match="lone surrogate") as refused:
+        store.append("cold", [wire])
+    str(refused.value).encode("utf-8")
+    store.append("cold", [{"type": "session/title", "seq": 0, "time": 1, "data": {"title": "t"}}])
+    assert [event.type for event in open_store().load("cold").events] == ["session/title"]
