@@ -8,6 +8,7 @@ import pytest
 
 from agentlog import (
     Event,
+    InvalidEventError,
     Replace,
     Replacement,
     Session,
@@ -303,11 +304,19 @@ def test_tool_result_may_rewrite_only_its_content() -> None:
     assert session.derive_messages()[-1]["content"][0]["content"][0]["text"] == "[pruned]"
 
 
+def fold_rewrite(data: Any) -> Any:
+    """The S12 rule alone: fold a rewrite built directly, without append's shape checks (C6)."""
+    events = [*rewrite_session().events, make_event("tool/result", 3, 0, freeze(data), Replace(2, 2), (2,))]
+    return fold_surface(events)
+
+
 def test_tool_result_rewrite_ignores_blocks_after_the_first() -> None:
-    session = rewrite_session()
+    """S12's quirk is a surface rule; append also checks C6 (one block), so it refuses the event."""
     data = tool_result_data(CALL, "[pruned]")
     data["message"]["content"].append({"type": "text", "text": "extra"})
-    rewrite(session, data)
+    assert fold_rewrite(data).nodes == (0, 3)
+    with pytest.raises(InvalidEventError, match="must contain one tool-result block"):
+        rewrite(rewrite_session(), data)
 
 
 @pytest.mark.parametrize(
@@ -353,6 +362,8 @@ def test_tool_result_rewrite_refuses_a_changed_tool_call_id_and_other_call() -> 
     data = tool_result_data(CALL, "[pruned]")
     data["message"]["content"][0]["toolCallId"] = "call-2"
     with pytest.raises(SurfaceError, match="may change only content"):
+        fold_rewrite(data)
+    with pytest.raises(InvalidEventError, match="mismatched tool call ids"):  # C6, before the surface
         rewrite(session, data)
     with pytest.raises(SurfaceError, match="may change only content"):
         rewrite(session, tool_result_data("call-2", "[pruned]"))
