@@ -31,6 +31,11 @@ def session() -> Iterator[Session]:
     check_invariants(created.events)
 
 
+def call_block(call_id: str) -> dict[str, Any]:
+    """A model message's tool-call block (``tool_call`` comes after the message that asks for it)."""
+    return {"type": "tool-call", "id": call_id, "name": "run", "arguments": "{}"}
+
+
 def types(session: Session, start: int = 0) -> list[str]:
     return [event.type for event in session.events][start:]
 
@@ -368,12 +373,14 @@ def test_tool_result_needs_a_prior_call_in_this_step(session: Session) -> None:
     recorder = Recorder(session)
     with recorder.turn() as turn:
         with turn.step() as step:
+            step.assistant(content=[call_block("c1")], provider="p", model="m")
             step.tool_call("c1", "run", "{}")
         with turn.step() as step:
             with pytest.raises(UsageError, match="no prior tool/call in this step"):
                 step.tool_result("c1", "late")
             not_started = step.tool_result("c9", "never ran", is_error=True,
                                            error={"name": "Rejected", "code": "TOOL_NOT_STARTED"})
+            step.assistant(content=[call_block("c2")], provider="p", model="m")
             step.tool_call("c2", "run", "{}")
             step.tool_result("c2", "ok")
             with pytest.raises(UsageError, match="already has its tool/result"):
@@ -512,6 +519,7 @@ def test_a_sync_flush_works_in_the_async_twins(session: Session) -> None:
     async def loop() -> None:
         async with Recorder(session, flush=flush).turn() as turn, turn.step() as step:
             await step.arequest_header(HEADER)
+            step.assistant(content=[call_block("c")])
             await step.atool_call("c", "run", "{}")
             step.tool_result("c", "ok")
 

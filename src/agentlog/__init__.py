@@ -48,7 +48,7 @@ from agentlog.session import EventsView, Session
 from agentlog.store.base import Store
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.memory import MemoryStore
-from agentlog.store.records import Inspection, RawArtifact, Snapshot
+from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, Unreadable
 from agentlog.store.sqlite import SqliteStore
 from agentlog.store.urls import open_store
 from agentlog.store.writer import LiveSession
@@ -106,6 +106,7 @@ __all__ = [
     "InvariantChecker",
     "InvariantError",
     "JsonlStore",
+    "Listing",
     "LiveSession",
     "MemoryStore",
     "Message",
@@ -115,6 +116,7 @@ __all__ = [
     "PostgresStore",
     "RawArtifact",
     "Recorder",
+    "Recovery",
     "Replace",
     "Replacement",
     "Session",
@@ -141,6 +143,7 @@ __all__ = [
     "TokenMeter",
     "ToolResultPruner",
     "Turn",
+    "Unreadable",
     "UsageError",
     "WriteFailedError",
     "__version__",

@@ -7,9 +7,10 @@ is being written or read back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
+from weakref import WeakKeyDictionary
 
 from agentlog.errors import InvariantError
 from agentlog.events import (
@@ -68,6 +69,15 @@ class Transition(NamedTuple):
     call_id: str | None = None
 
 
+def _new_transition(fields: tuple[Any, ...]) -> Transition:
+    """``Transition(*fields)`` without NamedTuple's Python-level ``__new__``/``_replace`` (hot path)."""
+    return tuple.__new__(Transition, fields)
+
+
+def _with_call(unchanged: Transition, op: PendingOp, call_id: str) -> Transition:
+    return _new_transition((*unchanged[:5], op, call_id))
+
+
 def _get(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, dict) else None
 
@@ -102,7 +112,9 @@ def plan_transition(trace: Trace, event: Event) -> Transition:
     """
     if event.seq <= trace.last_seq:
         raise _failure(event, f"seq must strictly increase: saw {event.seq} after {trace.last_seq}")
-    unchanged = Transition(event.seq, trace.open_turn, trace.open_step, trace.next_turn, trace.next_step)
+    unchanged = _new_transition(
+        (event.seq, trace.open_turn, trace.open_step, trace.next_turn, trace.next_step, "keep", None)
+    )
     rule = _RULES.get(event.type)
     # user/message, session/end-seed and plugin types are unconstrained (I8).
     return unchanged if rule is None else rule(trace, event, unchanged)
@@ -118,7 +130,8 @@ def _turn_start(trace: Trace, event: Event, unchanged: Transition) -> Transition
         raise _failure(event, f"turn/start {_show(turn)} while turn {trace.open_turn} is still open")
     if not _is(turn, trace.next_turn):
         raise _failure(event, f"turn/start expected turn {trace.next_turn}, got {_show(turn)}")
-    return unchanged._replace(open_turn=trace.next_turn, next_step=1)
+    return _new_transition((event.seq, trace.next_turn, trace.open_step, trace.next_turn, 1, "keep",
+                            None))
 
 
 def _turn_end(trace: Trace, event: Event, unchanged: Transition) -> Transition:
@@ -127,7 +140,8 @@ def _turn_end(trace: Trace, event: Event, unchanged: Transition) -> Transition:
         raise _failure(event, f"turn/end {_show(turn)} does not match open turn {_show(trace.open_turn)}")
     if trace.open_step is not None:
         raise _failure(event, f"turn/end {_show(turn)} while step {trace.open_step} is still open")
-    return unchanged._replace(open_turn=None, next_turn=trace.next_turn + 1)
+    return _new_transition((event.seq, None, trace.open_step, trace.next_turn + 1, trace.next_step, "keep",
+                            None))
 
 
 def _step_start(trace: Trace, event: Event, unchanged: Transition) -> Transition:
@@ -140,12 +154,14 @@ def _step_start(trace: Trace, event: Event, unchanged: Transition) -> Transition
         raise _failure(
             event, f"step/start expected step {trace.next_step} in turn {trace.open_turn}, got {_show(step)}"
         )
-    return unchanged._replace(open_step=trace.next_step)
+    opened = trace.next_step
+    return _new_transition((event.seq, trace.open_turn, opened, trace.next_turn, opened, "keep", None))
 
 
 def _step_end(trace: Trace, event: Event, unchanged: Transition) -> Transition:
     _require_open_step(trace, event)
-    return unchanged._replace(open_step=None, next_step=trace.next_step + 1, pending_op="clear")
+    return _new_transition((event.seq, trace.open_turn, None, trace.next_turn, trace.next_step + 1, "clear",
+                            None))
 
 
 def _step_scoped(trace: Trace, event: Event, unchanged: Transition) -> Transition:
@@ -156,7 +172,7 @@ def _step_scoped(trace: Trace, event: Event, unchanged: Transition) -> Transitio
 def _tool_call(trace: Trace, event: Event, unchanged: Transition) -> Transition:
     _require_open_step(trace, event)
     call_id = _as_call_id(_get(event.data, "callId"))
-    return unchanged if call_id is None else unchanged._replace(pending_op="add", call_id=call_id)
+    return unchanged if call_id is None else _with_call(unchanged, "add", call_id)
 
 
 def _tool_result(trace: Trace, event: Event, unchanged: Transition) -> Transition:
@@ -170,7 +186,7 @@ def _tool_result(trace: Trace, event: Event, unchanged: Transition) -> Transitio
     call_id = _as_call_id(raw_id)
     if (call_id is None or call_id not in trace.pending) and not _is_not_started(event.data):
         raise _failure(event, f"tool/result for {_show(raw_id)} with no prior tool/call in this step")
-    return unchanged if call_id is None else unchanged._replace(pending_op="discard", call_id=call_id)
+    return unchanged if call_id is None else _with_call(unchanged, "discard", call_id)
 
 
 def _turn_scoped(trace: Trace, event: Event, unchanged: Transition) -> Transition:
@@ -287,24 +303,97 @@ class InvariantChecker:
         apply_transition(self.trace, plan_transition(self.trace, event))
 
     @classmethod
-    def attach(cls, session: Session) -> Callable[[], None]:
+    def attach(cls, session: Session, *, replay: Literal["all", "last-turn"] = "all") -> Callable[[], None]:
         """Check every future append of ``session``; returns a function that stops checking.
 
-        Replays the existing events first (raising ``InvariantError`` if they break a rule),
-        then validates each candidate before it commits (a failure vetoes the append) and
-        advances only after commit, so a veto by a later validator leaves no trace.
+        Replays the existing events first (raising ``InvariantError`` if they break a rule):
+        all of them, or with ``replay="last-turn"`` only those from the last turn boundary on
+        (what a store does when it opens a log restore already validated: O(last turn), not
+        O(log)). Then validates each candidate before it commits (a failure vetoes the append)
+        and advances past it only once the next candidate shows it committed, so a veto by a
+        later validator leaves no trace.
         """
         checker = cls()
-        for event in session.events:
-            try:
-                checker.feed(event)
-            except InvariantError as exc:
-                raise exc.locate(session_id=session.id) from None
-        remove_validator = session.add_validator(checker.validate)
-        unsubscribe = session.subscribe(checker.commit)
+        events = session.events
+        start = 0
+        if replay == "last-turn":
+            checker.trace, start = _trace_before_last_turn(events)
+        try:
+            for index in range(start, len(events)):
+                checker.feed(events[index])
+        except InvariantError as exc:
+            raise exc.locate(session_id=session.id) from None
+        remove_validator = session.add_validator(_live_validator(checker.trace))
+        _ATTACHED[session] = checker
 
         def detach() -> None:
             remove_validator()
-            unsubscribe()
+            if _ATTACHED.get(session) is checker:
+                del _ATTACHED[session]
 
         return detach
+
+    @staticmethod
+    def attached(session: Session) -> bool:
+        """Whether a live checker is checking ``session``'s appends (so none is added twice)."""
+        return session in _ATTACHED
+
+
+_ATTACHED: Final[WeakKeyDictionary[Session, InvariantChecker]] = WeakKeyDictionary()
+
+
+def _live_validator(trace: Trace) -> Callable[[Event], None]:
+    """``validate`` for a session's own appends: one hook per append, commits settled lazily.
+
+    A session numbers a candidate ``len(log)``, so seqs cannot go backwards, and a staged
+    transition committed iff the next candidate's seq is later (the same seq: vetoed). A
+    stream chunk or message of the open step changes nothing and costs a few comparisons
+    (the open turn and step are mirrored in locals; the Recorder passes the same int objects).
+    """
+    pending: tuple[int, Transition] | None = None
+    open_turn, open_step = trace.open_turn, trace.open_step
+    in_step, frozen, chunk = _IN_STEP, FrozenDict, ASSISTANT_CHUNK
+
+    def validate(event: Event) -> None:
+        nonlocal pending, open_turn, open_step
+        if pending is not None:
+            seq, transition = pending
+            pending = None
+            if seq < event[1]:
+                apply_transition(trace, transition)
+                open_turn, open_step = trace.open_turn, trace.open_step
+        if open_step is not None:
+            kind = event[0]
+            if kind is chunk or kind in in_step:
+                data = event[3]
+                if data.__class__ is frozen:
+                    step, turn = data.get("step"), data.get("turn")
+                    if (step is open_step or (step.__class__ is int and step == open_step)) and (
+                        turn is open_turn or (turn.__class__ is int and turn == open_turn)
+                    ):
+                        return
+        trace.last_seq = event[1] - 1  # every earlier event is in the log
+        pending = (event[1], plan_transition(trace, event))
+
+    return validate
+
+
+def _trace_before_last_turn(events: Sequence[Event]) -> tuple[Trace, int]:
+    """The trace just before the log's last turn boundary, and the index to replay from.
+
+    After a ``turn/end`` of turn T nothing is open and the next turn is T + 1; before a
+    ``turn/start`` of turn T, T is next. A boundary without an integer turn replays all.
+    """
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if event.type in _BOUNDARIES:
+            turn = _get(event.data, "turn")
+            if type(turn) is not int:
+                return Trace(), 0
+            if event.type == TURN_END:
+                return Trace(last_seq=event.seq, next_turn=turn + 1), index + 1
+            return Trace(last_seq=events[index - 1].seq if index else -1, next_turn=turn), index
+    return Trace(), 0
+
+
+_BOUNDARIES: Final = frozenset({TURN_START, TURN_END})

@@ -185,9 +185,12 @@ def test_manual_and_region_compaction_exclude_each_other_through_the_lock() -> N
         summarizer.release.set()
         assert await task is not None
 
+    number = sum(event.type == "turn/start" for event in session.events) + 1
+    session.append("turn/start", {"turn": number})  # a request/header belongs inside a turn (I7)
     session.append(
         "request/header", {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"}
     )
+    session.append("turn/end", {"turn": number, "reason": {"kind": "completed"}})
     asyncio.run(manual_blocks_region())
 
     recorder = Recorder(session)

@@ -12,7 +12,7 @@ from agentlog.compaction.events import COMPACTION_PRUNE
 from agentlog.compaction.pruner import ToolResultPruner, prune_content, text_code_points
 from agentlog.compaction.tokens import Pricer
 from agentlog.events import Replace
-from agentlog.invariants import InvariantChecker
+from agentlog.invariants import InvariantChecker, check_invariants
 from agentlog.recorder import Recorder
 from tests.compaction.helpers import new_session, tool_step
 
@@ -114,9 +114,22 @@ def test_pruning_outside_a_turn_is_refused_under_the_invariants() -> None:
     session, _ = session_with_results(200)
     Recorder(session)._active = None
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    before = list(session.events)
+    with pytest.raises(InvariantError, match="outside any open turn") as caught:
+        ToolResultPruner(SMALL).prune_session(session)
+    assert list(session.events) == before  # refused before the price: no stray compaction/prune
+    assert (caught.value.session_id, caught.value.event_type) == (session.id, "tool/result")
+    assert caught.value.seq == len(before) + 1  # the replacement's seq, after its price
+
+
+def test_pruning_an_idle_unchecked_session_writes_nothing_that_breaks_the_invariants() -> None:
+    session = new_session()
+    recorder = Recorder(session, check_invariants=False)
+    with recorder.turn() as turn:
+        tool_step(turn, "c0", result="r" * 200, prompt="go")
     with pytest.raises(InvariantError, match="outside any open turn"):
         ToolResultPruner(SMALL).prune_session(session)
-    assert session.events[-1].type == COMPACTION_PRUNE  # the price landed; the replacement did not
+    check_invariants(session.events)
 
 
 def test_pruning_inside_a_turn_keeps_the_tool_pairs_balanced() -> None:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
+from agentlog.compaction.config import PrunerConfig
 from agentlog.compaction.engine import Compactor
 from agentlog.compaction.invariants import check_compaction_invariants
 from agentlog.compaction.lock import scan_lock
+from agentlog.compaction.pruner import ToolResultPruner
 from agentlog.compaction.tokens import TokenMeter
+from agentlog.errors import InvariantError
 from agentlog.header import SessionHeader
 from agentlog.invariants import check_invariants
 from agentlog.recorder import Recorder
@@ -16,6 +21,8 @@ from tests.contract.conftest import (  # noqa: F401 - fixtures
     backend,
     open_store,
 )
+
+SMALL_PRUNER = PrunerConfig(threshold_chars=60, head_chars=10, tail_chars=5)
 
 
 def test_manual_compaction_of_a_live_session_is_flushed_and_restores(open_store: StoreFactory) -> None:  # noqa: F811
@@ -61,3 +68,32 @@ def test_automatic_compaction_through_the_recorder_persists(open_store: StoreFac
     reopened = open_store().open("auto")
     assert reopened.session.derive_messages() == messages
     reopened.close()
+
+
+def _pruned_turn(recorder: Recorder) -> None:
+    """A closed turn whose tool result (2,000 chars) is over the small pruner's threshold."""
+    record_turn(recorder, 1, size=2000)
+
+
+def test_pruning_inside_a_turn_keeps_the_stored_log_within_the_invariants(open_store: StoreFactory) -> None:  # noqa: F811
+    live = open_store().start(SessionHeader(id="prune", created_at=1, cwd="/work"))
+    recorder = Recorder(live)
+    _pruned_turn(recorder)
+    with recorder.turn():
+        assert ToolResultPruner(SMALL_PRUNER).prune_session(live.session).pruned
+    live.close()
+    restored = open_store().load("prune")
+    check_invariants(restored.events)
+    assert [event.type for event in restored.events].count("compaction/prune") == 1
+
+
+def test_pruning_an_idle_session_is_refused_and_writes_nothing(open_store: StoreFactory) -> None:  # noqa: F811
+    live = open_store().start(SessionHeader(id="idle", created_at=1, cwd="/work"), check_invariants=False)
+    _pruned_turn(Recorder(live))
+    before = list(live.session.events)
+    with pytest.raises(InvariantError, match="outside any open turn"):
+        ToolResultPruner(SMALL_PRUNER).prune_session(live.session)
+    live.close()
+    restored = open_store().load("idle")
+    assert list(restored.events) == before
+    check_invariants(restored.events)

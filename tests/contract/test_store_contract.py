@@ -6,6 +6,7 @@ Every test runs once per backend in ``conftest.BACKENDS``.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -527,3 +528,35 @@ def test_materialized_fork_outlives_its_parent(open_store: StoreFactory) -> None
     store.materialize("kid")
     store.delete("s1")
     assert wire(list(open_store().load("kid").events)) == expected
+
+
+def test_a_parent_with_a_fork_is_not_deleted_until_the_fork_is_materialized(store: Store) -> None:
+    log = LogBuilder()
+    log.turn(1)
+    stored(store, log)
+    store.fork("s1", 8, "kid").close()
+    with pytest.raises(UsageError, match=r"fork children reference this session \(kid\)"):
+        store.delete("s1")
+    assert {header.id for header in store.list()} == {"s1", "kid"}
+    store.materialize("kid")
+    store.delete("s1")
+    assert [header.id for header in store.list()] == ["kid"]
+
+
+def test_delete_leaves_no_file_of_the_session_behind(store: Store, tmp_path: Path) -> None:
+    """Writer lock and fork-reference files go with the session (only the store's own files stay)."""
+    before = _files(tmp_path)
+    log = LogBuilder()
+    log.turn(1)
+    stored(store, log)
+    store.fork("s1", 8, "kid").close()
+    store.open("s1").close()
+    store.delete("kid")
+    store.delete("s1")
+    assert store.list() == []
+    left = _files(tmp_path) - before
+    assert {name for name in left if not name.endswith(("sessions.db", "-wal", "-shm"))} == set()
+
+
+def _files(root: Path) -> set[str]:
+    return {str(path.relative_to(root)) for path in root.rglob("*") if not path.is_dir()}

@@ -627,9 +627,9 @@ def test_materialize_writes_the_same_bytes_as_a_copying_fork(
     stores: dict[str, JsonlStore] = {}
     for name, cls in (("ref", JsonlStore), ("copy", CopyForkStore)):
         store, events = workload_parent(tmp_path / name, compression, 4, cls=cls)
-        with store.fork("parent", turn_end_seq(events, 2), "child") as live:
-            record_workload(live.session, 1, seed=3, flush=live.flush)
-            live.session.append("turn/start", {"turn": 99})
+        with store.fork("parent", turn_end_seq(events, 2), "child", check_invariants=False) as live:
+            record_workload(live.session, 1, seed=3, flush=live.flush, check_invariants=False)
+            live.session.append("turn/start", {"turn": 99})  # out of order on purpose: bytes, not turns
             live.session.append("turn/end", {"turn": 99, "reason": {"kind": "completed"}})
         stores[name] = store
         results[name] = Path(store.locate(SessionHeader(id="child", cwd="/bench")))
@@ -1022,3 +1022,22 @@ def test_a_child_loads_although_its_parent_is_damaged_after_the_shared_prefix(tm
     with pytest.raises(SessionCorruptionError, match="unparsable committed event"):
         fresh.load("s1")  # the partial scan made for the child does not stand in for a full one
     assert wire(list(fresh.inspect("early").events))[:18] == log.events[:18]
+
+
+def test_a_symlink_planted_as_a_session_directory_is_refused_and_never_followed(
+        tmp_path: Path, compression: Compression) -> None:
+    elsewhere = jsonl(tmp_path / "elsewhere", compression)
+    other = dataclasses.replace(HEADER, id="s2")
+    put(elsewhere, other, make_log(1).events)
+    target = Path(elsewhere.locate(other)).parent
+    outside = sorted(path.name for path in target.rglob("*"))
+    store = jsonl(tmp_path / "root", compression)
+    put(store, HEADER, make_log(1).events)
+    planted = Path(store.locate(other)).parent
+    planted.symlink_to(target, target_is_directory=True)
+    for attempt in (store.list, lambda: store.load("s2"), lambda: store.delete("s2")):
+        with pytest.raises(StoreError, match="symlink") as info:
+            attempt()
+        assert str(planted) in str(info.value)
+    assert sorted(path.name for path in target.rglob("*")) == outside
+    assert wire(list(elsewhere.load("s2").events)) == make_log(1).events

@@ -42,16 +42,9 @@ from agentlog.invariants import check_invariants
 from agentlog.repair import interrupted_turn_closers
 from agentlog.store.base import Store
 from agentlog.store.jsonl import JsonlStore
-from agentlog.store.sqlite import (
-    APPLICATION_ID,
-    COMPRESS_AT,
-    DSH_APPLICATION_ID,
-    USER_VERSION,
-    SqliteStore,
-    decode_physical_row,
-    decode_seqs,
-    encode_seqs,
-)
+from agentlog.store.sqlite import SqliteStore
+from agentlog.store.sqlite_rows import COMPRESS_AT, decode_physical_row, decode_seqs, encode_seqs
+from agentlog.store.sqlite_schema import APPLICATION_ID, DSH_APPLICATION_ID, USER_VERSION
 from agentlog.store.urls import open_store
 from tests.contract.logs import LogBuilder, Wire, wire
 
@@ -741,7 +734,7 @@ def test_the_file_is_created_on_first_use_with_private_modes(db: Path) -> None:
     assert store.locate(HEADER) is None
     assert store.busy_timeout_ms == 5000 and store.journal_mode == "wal" and store.write_delay_ms == 200
     store.close()
-    assert not db.parent.exists()
+    assert db.parent.is_dir() and not db.exists()  # the directory when opened (§5.2), the file at first use
     store = SqliteStore(db)
     store.list()
     assert db.stat().st_mode & 0o777 == 0o600
@@ -780,10 +773,11 @@ def test_unsafe_paths_are_refused(tmp_path: Path) -> None:
                         (loose / "x.db", "group- or world-writable"),
                         (real / "permissive.db", "chmod 600"),
                         (tmp_path / "file" / "x.db", "cannot create the database directory")):
-        store = SqliteStore(path)
-        with pytest.raises(StoreError, match=match):
-            store.list()
-        store.close()
+        with pytest.raises(StoreError, match=match):  # when the store is opened (§5.2), not at first use
+            SqliteStore(path)
+        with pytest.raises(StoreError, match=match.replace("cannot create the database directory",
+                                                           "not a real directory")):
+            SqliteStore(path, create=False)  # a reader creates no directory either
 
 
 def test_open_store_routes_sqlite_urls(tmp_path: Path) -> None:
@@ -900,7 +894,7 @@ def test_fork_references_the_parent_prefix_and_copies_nothing(db: Path, stores: 
 def test_fork_chains_read_through_every_ancestor(stores: Stores) -> None:
     store = stores()
     stored(store, turns(3))
-    with store.fork("s1", 17, "kid") as kid:
+    with store.fork("s1", 17, "kid", check_invariants=False) as kid:  # turn 9: any turn marks the kid
         kid.session.append("turn/start", {"turn": 9})
         kid.session.append("turn/end", {"turn": 9, "reason": {"kind": "completed"}})
     grandchild = store.fork("kid", 8, "grandkid")

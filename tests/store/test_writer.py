@@ -40,12 +40,13 @@ class RecordingStore(MemoryStore):
 
 
 def turn(live: LiveSession, number: int) -> None:
+    """One event per call; the sessions these tests start opt out of the invariants (they test batching)."""
     live.session.append("turn/start", {"turn": number})
 
 
 def test_one_fixed_window_from_the_first_event_is_not_a_debounce() -> None:
     store = RecordingStore(write_delay_ms=200)
-    live = store.start("s")
+    live = store.start("s", check_invariants=False)
     started = time.monotonic()
     for number in range(1, 21):  # 20 events 10 ms apart: one batch at ~200 ms
         turn(live, number)
@@ -61,7 +62,7 @@ def test_one_fixed_window_from_the_first_event_is_not_a_debounce() -> None:
 
 def test_concurrent_flushes_drain_everything_once() -> None:
     store = RecordingStore(write_delay_ms=60_000)
-    live = store.start("s")
+    live = store.start("s", check_invariants=False)
     for number in range(1, 6):
         turn(live, number)
     threads = [threading.Thread(target=live.flush) for _ in range(4)]
@@ -76,7 +77,7 @@ def test_concurrent_flushes_drain_everything_once() -> None:
 def test_an_event_admitted_during_a_write_gets_its_own_batch() -> None:
     store = RecordingStore(write_delay_ms=30)
     store.gate = threading.Event()
-    live = store.start("s")
+    live = store.start("s", check_invariants=False)
     turn(live, 1)
     time.sleep(0.1)  # the window expired; the write is blocked on the gate
     turn(live, 2)
@@ -90,7 +91,7 @@ def test_background_failure_is_reported_once_pauses_and_retries_with_the_next_ev
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     store = RecordingStore(write_delay_ms=20)
-    live = store.start("s")
+    live = store.start("s", check_invariants=False)
     store.failures = 1
     with caplog.at_level(logging.WARNING, logger="agentlog"):
         turn(live, 1)
@@ -108,7 +109,7 @@ def test_background_failure_is_reported_once_pauses_and_retries_with_the_next_ev
 
 def test_a_failed_flush_raises_keeps_the_batch_and_a_later_flush_writes_it() -> None:
     store = RecordingStore(write_delay_ms=60_000)
-    live = store.start("s")
+    live = store.start("s", check_invariants=False)
     turn(live, 1)
     store.failures = 1
     with pytest.raises(PersistenceIOError):
@@ -122,7 +123,7 @@ def test_a_failed_flush_raises_keeps_the_batch_and_a_later_flush_writes_it() -> 
 
 def test_a_huge_failed_batch_is_retained_whole() -> None:
     store = RecordingStore(write_delay_ms=60_000)
-    live = store.start("s")
+    live = store.start("s", check_invariants=False)
     for number in range(1, 150_001):
         live.session.append("session/title", {"n": number})  # a store refuses unknown types
     store.failures = 1
@@ -136,7 +137,7 @@ def test_a_huge_failed_batch_is_retained_whole() -> None:
 def test_append_never_waits_for_a_slow_write() -> None:
     store = RecordingStore(write_delay_ms=1)
     store.gate = threading.Event()
-    live = store.start("s")
+    live = store.start("s", check_invariants=False)
     turn(live, 1)
     time.sleep(0.05)  # the writer is now blocked inside the backend
     started = time.monotonic()

@@ -194,17 +194,18 @@ def generation_seconds(turns: int, seed: int = 0) -> float:
 
 
 def record_workload(session: Session, turns: int, *, seed: int = 0, flush: Flush | None = None,
-                    checkpoint: Flush | None = None) -> None:
+                    checkpoint: Flush | None = None, check_invariants: bool | None = None) -> None:
     """Append ``turns`` turns of the standard workload to ``session`` through a ``Recorder``.
 
     ``flush`` runs after every ``turn/end`` (WORKLOAD.md's "durable per turn");
-    ``checkpoint`` is the recorder's flush (before each model request and tool call).
+    ``checkpoint`` is the recorder's flush (before each model request and tool call);
+    ``check_invariants`` is the recorder's (default: checked).
     """
     if type(turns) is not int or turns < 0:
         raise ValueError(f"turns must be a non-negative int, got {turns!r}")
     rng = random.Random(seed)
     header = workload_header(seed)
-    recorder = Recorder(session, flush=checkpoint)
+    recorder = Recorder(session, flush=checkpoint, check_invariants=check_invariants)
     for index in range(1, turns + 1):
         with recorder.turn() as turn:
             for plan in _plan_turn(rng, turn.number, index):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import click
@@ -20,7 +20,9 @@ from rich.table import Table
 
 from agentlog import __version__
 from agentlog.errors import AgentlogError
+from agentlog.jsonvalue import dumps
 from agentlog.store.base import Store
+from agentlog.store.records import Recovery
 from agentlog.store.urls import default_store_url, open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -36,8 +38,9 @@ class _State:
         self.store_url = store_url
         self.debug = debug
 
-    def store(self) -> Store:
-        return open_store(self.store_url)
+    def store(self, *, create: bool = True) -> Store:
+        """The store; read-only commands pass ``create=False`` so that they never create or change it."""
+        return open_store(self.store_url, create=create)
 
 
 def _handled(command: F) -> F:
@@ -122,23 +125,39 @@ def bench(args: tuple[str, ...]) -> None:
 
 
 @cli.command(name="list")
-@click.option("--json", "as_json", is_flag=True, help="One JSON header per line.")
+@click.option("--json", "as_json", is_flag=True,
+              help='One JSON header per line; an unreadable session is {"id", "where", "error"}.')
 @click.pass_obj
 @_handled
 def list_sessions(state: _State, as_json: bool) -> None:
-    """List the sessions in the store (reads headers only)."""
-    with state.store() as store:
-        headers = sorted(store.list(), key=lambda header: (header.created_at, header.id))
+    """List the sessions in the store (reads headers only).
+
+    A session that cannot be read is listed on its own row with its error, after the others;
+    the exit status is then 1.
+    """
+    with state.store(create=False) as store:
+        listing = store.listing()
+    headers = sorted((snapshot.header for snapshot in listing.snapshots),
+                     key=lambda header: (header.created_at, header.id))
     if as_json:
         for header in headers:
             sys.stdout.write(orjson.dumps(header.to_wire()).decode() + "\n")
-        return
-    table = Table()
-    for column in ("id", "created", "cwd", "parent"):
-        table.add_column(column, overflow="fold")  # ids are copied from here: never elide them
-    for header in headers:
-        table.add_row(header.id, _iso(header.created_at), header.cwd or "", header.parent_session or "")
-    console.print(table)
+        for bad in listing.unreadable:
+            row = {"id": bad.session_id, "where": bad.where, "error": str(bad.error)}
+            sys.stdout.write(orjson.dumps(row).decode() + "\n")
+    else:
+        table = Table()
+        for column in ("id", "created", "cwd", "parent"):
+            table.add_column(column, overflow="fold")  # ids are copied from here: never elide them
+        for header in headers:
+            table.add_row(header.id, _iso(header.created_at), header.cwd or "", header.parent_session or "")
+        for bad in listing.unreadable:
+            table.add_row(bad.session_id or "?", "unreadable", f"error: {bad.error}", "")
+        console.print(table)
+    if listing.unreadable:
+        count = len(listing.unreadable)
+        errors.print(f"error: {count} session{'s' if count > 1 else ''} could not be read (listed above)")
+        sys.exit(1)
 
 
 @cli.command()
@@ -150,32 +169,91 @@ def show(state: _State, session_id: str, as_json: bool) -> None:
     """Print the human transcript of a session (what the user saw, compaction aside)."""
     from agentlog.messages import transcript
 
-    with state.store() as store:
+    with state.store(create=False) as store:
         inspection = store.inspect(session_id)
     messages = transcript(inspection.events)
     if as_json:
-        sys.stdout.write(orjson.dumps(messages, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(_indented(messages) + "\n")
         return
     for message in messages:
         _print_message(message)
 
 
-@cli.command()
+class _VerifyUsageError(click.UsageError):
+    exit_code = 64  # EX_USAGE
+
+
+class _VerifyCommand(click.Command):
+    """``verify`` reserves exit status 2 for "recovered": its usage errors exit 64 (EX_USAGE)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise _VerifyUsageError(exc.format_message(), exc.ctx) from None
+
+
+@cli.command(cls=_VerifyCommand)
 @click.argument("session_id")
 @click.pass_obj
 @_handled
 def verify(state: _State, session_id: str) -> None:
-    """Validate a session fully (restore rules + turn/step/tool invariants); exit 1 on failure."""
+    """Validate a session fully (restore rules + turn/step/tool invariants) without writing.
+
+    Reports a torn tail it ignored (bytes and offset in a file) and the interrupted turn that
+    loading would close, with its synthetic events.
+
+    \b
+    Exit status:
+      0  intact: every stored event is valid and no turn is left open
+      1  invalid: corrupt, fails validation or the invariants, or not found
+      2  readable but recovered: a torn tail is ignored and/or an interrupted
+         turn would be closed (load/open commits that repair)
+      64 usage error
+
+    A turn that another process is still recording looks interrupted here too.
+    """
     from agentlog.invariants import check_invariants
     from agentlog.session import Session
 
-    with state.store() as store:
+    with state.store(create=False) as store:
         inspection = store.inspect(session_id)
+        where = store.locate(inspection.header)
     session = Session.restore(session_id, inspection.events, inspection.header)
     check_invariants(list(inspection.events))
-    messages = session.derive_messages()
-    console.print(f"[green]ok[/green] {escape(session_id)}: {len(inspection.events)} events, "
-                  f"{len(session.surface.nodes)} surface nodes, {len(messages)} model messages", markup=True)
+    counts = (f"{len(inspection.events)} events, {len(session.surface.nodes)} surface nodes, "
+              f"{len(session.derive_messages())} model messages")
+    recovery = inspection.recovery
+    if recovery is None:
+        console.print(f"[green]ok[/green] {escape(session_id)}: {counts}", markup=True)
+        return
+    console.print(f"[yellow]recovered[/yellow] {escape(session_id)}: readable; "
+                  "loading it commits the repair below", markup=True)
+    for line in _recovery_lines(recovery, where):
+        console.print(f"  {line}")
+    console.print(f"  with the repair: {counts}")
+    sys.exit(2)
+
+
+def _recovery_lines(recovery: Recovery, where: str | None) -> list[str]:
+    """What ``verify`` says about a recovery: intact prefix, torn tail, salvaged and synthetic events."""
+    span = f" (seq 0..{recovery.intact - 1})" if recovery.intact else ""
+    lines = [f"intact: {recovery.intact} events{span}"]
+    first_lost = recovery.intact + len(recovery.recovered)
+    if recovery.torn and recovery.torn_bytes is not None:
+        lines.append(f"torn tail: {recovery.torn_bytes} bytes ignored after byte {recovery.torn_offset}"
+                     + (f" of {where}" if where else ""))
+    elif recovery.torn:
+        lines.append(f"torn tail: the stored rows from seq {first_lost} on are ignored")
+    if recovery.recovered:
+        lines.append(f"recovered from the torn tail: {len(recovery.recovered)} complete events "
+                     f"(seq {recovery.intact}..{first_lost - 1}), re-written by the repair")
+    if recovery.closers:
+        lines.append(f"interrupted turn {recovery.turn} would be closed by "
+                     f"{len(recovery.closers)} synthetic events:")
+        lines.extend(f"  seq {event.seq} {event.type}  {_summary(event)}".rstrip()
+                     for event in recovery.closers)
+    return lines
 
 
 @cli.command()
@@ -186,7 +264,7 @@ def verify(state: _State, session_id: str) -> None:
 @_handled
 def inspect(state: _State, session_id: str, as_json: bool, from_seq: int) -> None:
     """List a session's events (never writes, even for a crashed session)."""
-    with state.store() as store:
+    with state.store(create=False) as store:
         inspection = store.inspect(session_id)
     events = [event for event in inspection.events if event.seq >= from_seq]
     if as_json:
@@ -204,7 +282,7 @@ def inspect(state: _State, session_id: str, as_json: bool, from_seq: int) -> Non
     for event in events:
         op = event.surface_op
         surface = "" if op is None else ("append" if op == "append" else f"replace {op.start}..{op.end}")
-        table.add_row(str(event.seq), event.type, surface, _summary(event))
+        table.add_row(str(event.seq), event.type, surface, _displayed(session_id, event))
     console.print(table)
 
 
@@ -258,17 +336,40 @@ def _iso(ms: int) -> str:
 
 
 def _text_of(blocks: Any) -> str:
+    """The readable text of content blocks, nested tool results included (iterative: any depth)."""
     parts: list[str] = []
-    for block in blocks or ():
+    pending: list[Iterator[Any]] = [iter(blocks or ())]
+    while pending:
+        block: Any = next(pending[-1], _DONE)
+        if block is _DONE:
+            pending.pop()
+            continue
         kind = block.get("type") if isinstance(block, dict) else None
         if kind in ("text", "reasoning"):
             parts.append(str(block.get("text", "")))
         elif kind == "tool-call":
-            parts.append(f"→ {block.get('name')}({block.get('arguments')})")
+            parts.append(f"→ {block.get('name')}({_compact(block.get('arguments'))})")
         elif kind == "tool-result":
-            flag = " (error)" if block.get("isError") else ""
-            parts.append(f"← result{flag}: {_text_of(block.get('content'))}")
+            parts.append(f"← result{' (error)' if block.get('isError') else ''}:")
+            content = block.get("content")
+            pending.append(iter(content if isinstance(content, list) else ()))
     return " ".join(part for part in parts if part)
+
+
+_DONE = object()
+
+
+def _indented(value: Any) -> str:
+    """Indented JSON; past orjson's depth limit, compact JSON from the iterative encoder."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    except orjson.JSONEncodeError:
+        return dumps(value).decode()
+
+
+def _compact(value: Any) -> str:
+    """A string as is, any other JSON value as compact JSON (iterative encoder past orjson's depth)."""
+    return value if isinstance(value, str) else dumps(value).decode()
 
 
 def _clip(text: str, width: int = 100) -> str:
@@ -294,8 +395,17 @@ def _summary(event: Any) -> str:
         message = data.get("message") or {}
         return _clip(_text_of(message.get("content")))
     if event.type == "tool/call":
-        return _clip(f"{data.get('name')} {data.get('arguments')}")
-    return _clip(orjson.dumps(data).decode(), 80)
+        return _clip(f"{data.get('name')} {_compact(data.get('arguments'))}")
+    return _clip(_compact(data), 80)
+
+
+def _displayed(session_id: str, event: Any) -> str:
+    """``_summary`` for a table row; a failure names the session, type, seq and payload path."""
+    try:
+        return _summary(event)
+    except Exception as exc:  # a renderer bug must still be one located line, not a traceback
+        raise AgentlogError(f"cannot display the event: {type(exc).__name__}: {exc}", session_id=session_id,
+                            seq=event.seq, event_type=event.type, path="data") from exc
 
 
 def _print_message(message: Any) -> None:

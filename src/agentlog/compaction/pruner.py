@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 from agentlog.compaction.config import PRUNE_MARKER, PrunerConfig
 from agentlog.compaction.events import COMPACTION_PRUNE, prune_data
 from agentlog.compaction.tokens import Pricer, TokenMeter
+from agentlog.errors import InvariantError
 from agentlog.events import TOOL_RESULT, Event, Replace
 from agentlog.jsonvalue import FrozenDict, frozen_dict
+from agentlog.repair import interrupted_turn_closers
 
 if TYPE_CHECKING:
     from agentlog.session import Session
@@ -102,7 +104,8 @@ class ToolResultPruner:
     def prune_session(self, session: Session, meter: TokenMeter | None = None) -> PruneResult:
         """Rewrite each oversized result: ``compaction/prune`` (its price), then the replacement.
 
-        An append that throws propagates; rewrites made earlier in the pass stay.
+        A replacement needs an open turn (P5): outside one the pass is refused before it writes
+        anything, checked or not. An append that throws propagates; earlier rewrites stay.
         """
         pricer = meter.pricer if meter is not None else Pricer()
         events = session.events
@@ -112,6 +115,10 @@ class ToolResultPruner:
             plan = self._plan(event)
             if plan is None:
                 continue
+            if not pruned and not interrupted_turn_closers(session.events):
+                raise InvariantError("tool/result surface replacement appended outside any open turn "
+                                     "(prune inside a turn)", session_id=session.id,
+                                     seq=session.seq + 1, event_type=TOOL_RESULT)
             message, data, inner, replacement = plan
             session.append(COMPACTION_PRUNE, prune_data(seq, pricer.message(message)))
             rewritten = session.append(TOOL_RESULT, data, surface_op=Replace(seq, seq),

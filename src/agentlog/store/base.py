@@ -43,7 +43,7 @@ from agentlog.packed import LogEntry, resolve_entries
 from agentlog.repair import interrupted_turn_closers
 from agentlog.session import EventsView, Session
 from agentlog.storable import PLAIN_STORED_TYPES, refuse_retired, refuse_unknown
-from agentlog.store.records import Inspection, RawArtifact, Snapshot, StoredLog, WriterLock
+from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, StoredLog, WriterLock
 
 if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession
@@ -120,11 +120,8 @@ class Store(ABC):
         """Truncate the torn tail (if ``torn`` is not None), then durably append ``events``."""
 
     @abstractmethod
-    def _list_snapshots(self) -> list[Snapshot]:
-        """Every materialized session with its revision."""
-
-    def _list_headers(self) -> list[SessionHeader]:
-        return [snapshot.header for snapshot in self._list_snapshots()]
+    def _listing(self) -> Listing:
+        """Every stored session; one that cannot be read is an ``Unreadable`` entry, not a raise."""
 
     @abstractmethod
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
@@ -242,7 +239,8 @@ class Store(ABC):
         return session
 
     def inspect(self, session_id: str) -> Inspection:
-        """Like ``load`` but never writes: closers of an interrupted turn exist only in the result."""
+        """Like ``load`` but never writes: closers of an interrupted turn exist only in the result,
+        and ``recovery`` says what ``load`` would repair (torn tail, closers)."""
         self._check_open()
         live = self._live.get(session_id)
         if live is not None:
@@ -250,7 +248,8 @@ class Store(ABC):
         with self._serialized(session_id):
             stored, session, closers = self._prepare(session_id)
         log = [*session._log, *closers]
-        return Inspection(stored.header, EventsView(log, len(log), session._lazy_end))
+        return Inspection(stored.header, EventsView(log, len(log), session._lazy_end),
+                          Recovery.found(stored, closers))
 
     def _prepare(self, session_id: str) -> tuple[StoredLog, Session, list[Event]]:
         """Read and validate a cold session and compute its repair closers.
@@ -319,14 +318,17 @@ class Store(ABC):
         return Inspection(stored.header, EventsView(upgraded, len(upgraded), 0))
 
     def list(self) -> list[SessionHeader]:
-        """Headers of every materialized session (no event is read)."""
-        self._check_open()
-        return self._list_headers()
+        """Headers of every materialized session (no event is read); raises like ``list_snapshots``."""
+        return [snapshot.header for snapshot in self.list_snapshots()]
 
     def list_snapshots(self) -> builtins.list[Snapshot]:
-        """Every materialized session with its revision token."""
+        """Every materialized session with its revision token (strict: see ``Listing.listed``)."""
+        return self.listing().listed()
+
+    def listing(self) -> Listing:
+        """Every readable session and each unreadable one with its error (one never hides the rest)."""
         self._check_open()
-        return self._list_snapshots()
+        return self._listing()
 
     def read_raw(self, session_id: str) -> RawArtifact | None:
         """The durable artifact as written, for backends that keep one (JSONL)."""
@@ -335,8 +337,12 @@ class Store(ABC):
 
     # -- live sessions ---------------------------------------------------------------------
 
-    def start(self, header: SessionHeader | str) -> LiveSession:
-        """A new live session; its first flushed batch materializes it."""
+    def start(self, header: SessionHeader | str, *, check_invariants: bool = True) -> LiveSession:
+        """A new live session; its first flushed batch materializes it.
+
+        ``check_invariants=False`` (here, in ``open`` and ``fork``) skips the live turn/step checks,
+        e.g. for a bulk import of foreign logs.
+        """
         from agentlog.store.writer import LiveSession
 
         resolved = SessionHeader(id=header) if isinstance(header, str) else header
@@ -347,9 +353,9 @@ class Store(ABC):
             self._states.pop(resolved.id, None)
             raise
         session = Session.create(resolved.id, header=resolved)
-        return LiveSession(self, session, self._states[resolved.id], lock)
+        return LiveSession(self, session, self._states[resolved.id], lock, check_invariants=check_invariants)
 
-    def open(self, session_id: str) -> LiveSession:
+    def open(self, session_id: str, *, check_invariants: bool = True) -> LiveSession:
         """Resume a stored session for writing: lock, load (committing repair), restore."""
         from agentlog.store.writer import LiveSession
 
@@ -359,12 +365,14 @@ class Store(ABC):
             with self._serialized(session_id):
                 session = self._load_committed(session_id)
                 session._seal()
-                return LiveSession(self, session, self._states[session_id], lock)
+                return LiveSession(self, session, self._states[session_id], lock,
+                                   check_invariants=check_invariants)
         except BaseException:
             lock.release()
             raise
 
-    def fork(self, session_id: str, boundary: int | None = None, child_id: str | None = None) -> LiveSession:
+    def fork(self, session_id: str, boundary: int | None = None, child_id: str | None = None, *,
+             check_invariants: bool = True) -> LiveSession:
         """A live child seeded with the stable prefix ``[0, boundary]`` of a stored session."""
         from agentlog.fork import check_fork_boundary
         from agentlog.store.writer import LiveSession
@@ -396,7 +404,7 @@ class Store(ABC):
             session = Session._fork_of(source, length, header)
             state = self._states[header.id]
             self._write_fork_prefix(header, prefix, state, session.events[length:])
-            return LiveSession(self, session, state, lock)
+            return LiveSession(self, session, state, lock, check_invariants=check_invariants)
         except BaseException:
             lock.release()
             self._states.pop(header.id, None)

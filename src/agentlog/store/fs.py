@@ -8,8 +8,11 @@ write) and real races (a file growing during a read) into real files.
 from __future__ import annotations
 
 import os
+from typing import Any, NoReturn
 
-__all__ = ["FileSystem"]
+from agentlog.errors import PersistenceIOError
+
+__all__ = ["FileSystem", "io_error"]
 
 
 class FileSystem:
@@ -78,3 +81,11 @@ class FileSystem:
                 if not os.path.isdir(directory):
                     raise
             self.fsync_dir(os.path.dirname(directory) or ".")
+
+
+def io_error(detail: str, cause: OSError, **fields: Any) -> NoReturn:
+    """Raise ``PersistenceIOError`` carrying the cause's errno, chained to it."""
+    error = PersistenceIOError(detail, **fields)
+    error.errno = cause.errno
+    error.strerror = cause.strerror
+    raise error from cause

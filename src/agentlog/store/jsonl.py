@@ -5,22 +5,20 @@ raw). The first materialization publishes a fully written temp file with a hard 
 overwriting); later batches are appended and fsynced, and a failed append is truncated
 back. Beyond DSH: a ``flock`` per session keeps writers exclusive across processes, forks
 reference their parent's prefix instead of copying it (``materialize`` rewrites a full
-DSH-readable copy), and sessions can be deleted unless a fork still references them.
+DSH-readable copy), and sessions can be deleted unless a fork still references them (those parts in
+``jsonl_forks.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
-import shutil
 import stat as stat_mode
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -31,23 +29,19 @@ from agentlog.errors import (
     PersistenceIOError,
     SessionCorruptionError,
     SessionExistsError,
-    SessionNotFoundError,
     StoreError,
-    UsageError,
 )
 from agentlog.events import Event
 from agentlog.header import SessionHeader
-from agentlog.jsonvalue import frozen_dict
 from agentlog.legacy import chain_writers
 from agentlog.packed import LogEntry
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.filelock import lock_session_file
-from agentlog.store.fs import FileSystem
+from agentlog.store.fs import FileSystem, io_error
+from agentlog.store.jsonl_forks import JsonlForks, Transcript, is_shared, public_header
 from agentlog.store.jsonl_format import (
-    SHARED_PREFIX_KEY,
     TRANSCRIPT_RAW,
     TRANSCRIPT_ZSTD,
-    TornTail,
     compress_frame,
     decode_frame,
     decode_session_id,
@@ -61,50 +55,23 @@ from agentlog.store.jsonl_format import (
     scan_log,
     scan_zstd_frames,
 )
-from agentlog.store.records import RawArtifact, Snapshot, StoredLog, WriterLock
+from agentlog.store.records import Listing, RawArtifact, Snapshot, StoredLog, Unreadable, WriterLock
 
 __all__ = ["JsonlStore"]
 
 _META_DIR = ".agentlog"
 """Per-root bookkeeping (writer locks); its leading dot keeps it out of project discovery."""
 
-_FORKS_DIR = "forks"
-"""Inside a session directory: one empty marker per shared-prefix fork child (named by its id)."""
-
 _CACHE_SIZE = 5
 _FLAT_SUFFIXES = (".jsonl", ".jsonl.zstd")
 _ABSENT = (errno.ENOENT, errno.ENOTDIR)
 
 
-@dataclass(frozen=True, slots=True)
-class _Transcript:
-    """One transcript as stored: its own header and events (a shared-prefix fork holds a suffix)."""
+class JsonlStore(JsonlForks):
+    """Sessions as JSONL transcripts under ``root`` (zstd frames by default, or raw).
 
-    path: Path
-    revision: str
-    stored_header: SessionHeader
-    """The header line as written (may carry ``agentlogSharedPrefix``)."""
-    events: tuple[LogEntry, ...]
-    """Events physically in this file: seqs from ``first_stored_seq(stored_header)`` (packed rows kept
-    packed: see ``agentlog.packed``)."""
-    torn: TornTail | None
-    partial: bool = False
-    """Scanned only up to some seq (a fork's prefix): nothing after ``events`` was examined."""
-
-    @property
-    def complete(self) -> list[LogEntry]:
-        """Stored events plus the complete records of a torn zstd frame (they survive repair)."""
-        return [*self.events, *self.torn.recovered] if self.torn is not None else list(self.events)
-
-    def serves(self, until_seq: int | None) -> bool:
-        """Whether this scan answers a read up to ``until_seq`` (None: the whole transcript)."""
-        if not self.partial:
-            return True
-        return until_seq is not None and first_stored_seq(self.stored_header) + len(self.events) >= until_seq
-
-
-class JsonlStore(Store):
-    """Sessions as JSONL transcripts under ``root`` (zstd frames by default, or raw)."""
+    ``create=False`` (readers): ``root`` must exist; reads never create a file in it.
+    """
 
     name = "jsonl"
 
@@ -116,6 +83,7 @@ class JsonlStore(Store):
         pack_chunks: bool = True,
         write_delay_ms: int = DEFAULT_WRITE_DELAY_MS,
         fs: FileSystem | None = None,
+        create: bool = True,
     ) -> None:
         super().__init__(write_delay_ms=write_delay_ms)
         if compression not in ("zstd", "none"):
@@ -125,9 +93,12 @@ class JsonlStore(Store):
         try:
             mode = self._fs.stat(str(self.root)).st_mode
         except FileNotFoundError:
-            pass  # created on the first materialization
+            if not create:
+                raise StoreError(f"no store at {self.root} (nothing to read: a writer creates it)",
+                                 file=str(self.root)) from None
+            # created on the first materialization
         except OSError as exc:
-            _io_error(f"cannot use {self.root} as the JSONL store root: {exc}", exc, file=str(self.root))
+            io_error(f"cannot use {self.root} as the JSONL store root: {exc}", exc, file=str(self.root))
         else:
             if not stat_mode.S_ISDIR(mode):
                 error = PersistenceIOError(f"JSONL store root is not a directory: {self.root}",
@@ -139,7 +110,7 @@ class JsonlStore(Store):
         self._transcript = TRANSCRIPT_ZSTD if self.compressed else TRANSCRIPT_RAW
         self._opposite = TRANSCRIPT_RAW if self.compressed else TRANSCRIPT_ZSTD
         self._paths: dict[str, Path] = {}
-        self._cache: OrderedDict[str, _Transcript] = OrderedDict()
+        self._cache: OrderedDict[str, Transcript] = OrderedDict()
         self._cache_guard = threading.Lock()
         self._preflight_done = False
         self._preflight_error: StoreError | None = None
@@ -165,7 +136,7 @@ class JsonlStore(Store):
         except FileNotFoundError:
             return []
         except OSError as exc:
-            _io_error(f"cannot read directory {directory}: {exc}", exc, file=str(directory))
+            io_error(f"cannot read directory {directory}: {exc}", exc, file=str(directory))
 
     def _stat(self, path: Path) -> os.stat_result | None:
         """``stat`` of a path, None when it (or a parent) is absent; other errors surface."""
@@ -174,7 +145,7 @@ class JsonlStore(Store):
         except OSError as exc:
             if exc.errno in _ABSENT:
                 return None
-            _io_error(f"cannot stat {path}: {exc}", exc, file=str(path))
+            io_error(f"cannot stat {path}: {exc}", exc, file=str(path))
 
     def _refuse_flat(self, path: Path) -> NoReturn:
         raise StoreError(
@@ -182,6 +153,19 @@ class JsonlStore(Store):
             "this build reads <project>/<id>/" + self._transcript + " (use a separate root)",
             file=str(path),
         )
+
+    def _refuse_symlink(self, session_dir: Path, session_id: str | None = None) -> None:
+        """A session directory must be a real one: a planted symlink is never followed or deleted through."""
+        try:
+            is_link = stat_mode.S_ISLNK(os.lstat(session_dir).st_mode)
+        except OSError as exc:
+            if exc.errno in _ABSENT:
+                return
+            io_error(f"cannot stat {session_dir}: {exc}", exc, session_id=session_id, file=str(session_dir))
+        if is_link:
+            raise StoreError(f"session directory {session_dir} is a symlink; refusing to follow it "
+                             "(remove it, or move the session into this root)",
+                             session_id=session_id, file=str(session_dir))
 
     def _refuse_opposite(self, session_dir: Path, session_id: str | None = None) -> None:
         opposite = session_dir / self._opposite
@@ -226,6 +210,7 @@ class JsonlStore(Store):
                 if self._stat(flat) is not None:
                     self._refuse_flat(flat)
             session_dir = project / name
+            self._refuse_symlink(session_dir, session_id)
             self._refuse_opposite(session_dir, session_id)
             path = session_dir / self._transcript
             info = self._stat(path)
@@ -277,11 +262,11 @@ class JsonlStore(Store):
             except OSError as exc:
                 if exc.errno in _ABSENT:
                     return None
-                _io_error(f"cannot read {path}: {exc}", exc, file=str(path))
+                io_error(f"cannot read {path}: {exc}", exc, file=str(path))
             if _identity(before) == _identity(after):
                 return data, _revision(after)
 
-    def _read_transcript(self, session_id: str, until_seq: int | None = None) -> _Transcript | None:
+    def _read_transcript(self, session_id: str, until_seq: int | None = None) -> Transcript | None:
         """Read and scan one transcript (no fork resolution); reuses the scan while unchanged.
 
         With ``until_seq`` the scan may stop once the events below it are read (a fork's prefix);
@@ -307,7 +292,7 @@ class JsonlStore(Store):
         data, revision = read
         scan = scan_log(data, compressed=self.compressed, path=str(path), until_seq=until_seq)
         self._check_identity(session_id, scan.header, path)
-        transcript = _Transcript(path, revision, scan.header, tuple(scan.events), scan.torn, scan.partial)
+        transcript = Transcript(path, revision, scan.header, tuple(scan.events), scan.torn, scan.partial)
         with self._cache_guard:
             self._cache[session_id] = transcript
             self._cache.move_to_end(session_id)
@@ -331,59 +316,14 @@ class JsonlStore(Store):
             return None
         events: Sequence[LogEntry] = transcript.events  # immutable: shared, not copied
         writers: list[tuple[int, str]] = []
-        if _is_shared(transcript.stored_header):
+        if is_shared(transcript.stored_header):
             prefix, shared = self._shared_prefix(transcript)
             writers = chain_writers(shared, first_stored_seq(transcript.stored_header), session_id)
             events = [*prefix, *events]
         torn = transcript.torn
-        return StoredLog(_public_header(transcript.stored_header), events, transcript.revision, torn,
-                         list(torn.recovered) if torn is not None else [], writers)
-
-    def _shared_prefix(self, child: _Transcript) -> tuple[list[LogEntry], list[tuple[int, str]]]:
-        """The events a shared-prefix fork reads from its ancestors (iterative over a fork chain).
-
-        Walking up, each ancestor supplies the seqs it holds itself below what its descendants
-        still need, and is scanned only that far. Also returns ``(first seq, ancestor id)`` of
-        each piece, oldest first (legacy upgrades name pre-identity messages after their writer).
-        """
-        pieces: list[list[LogEntry]] = []
-        writers: list[tuple[int, str]] = []
-        header = child.stored_header
-        limit = header.seed_length  # seqs below it still come from ancestors
-        seen = {header.id}
-        while True:
-            parent_id, where = header.parent_session, str(self._paths.get(header.id, ""))
-            if parent_id is None or header.seed_length is None or limit is None:
-                raise SessionCorruptionError("shared-prefix fork lacks parentSession or seedLength",
-                                             session_id=header.id, file=where or None)
-            if parent_id in seen:
-                raise SessionCorruptionError(f"shared-prefix fork chain loops back to {parent_id!r}",
-                                             session_id=header.id, file=where or None)
-            seen.add(parent_id)
-            parent = self._read_transcript(parent_id, until_seq=limit)
-            if parent is None:
-                raise SessionCorruptionError(
-                    f"fork parent {parent_id!r} is missing: this fork shares its first "
-                    f"{header.seed_length} events (materialize forks before removing their parents)",
-                    session_id=header.id, file=where or None,
-                )
-            shared = _is_shared(parent.stored_header)
-            first = (parent.stored_header.seed_length or 0) if shared else 0  # its first own seq
-            if first < limit:
-                own = parent.complete
-                if first + len(own) < limit:
-                    raise SessionCorruptionError(
-                        f"fork parent {parent_id!r} holds {first + len(own)} events, fewer than the "
-                        f"{limit} its forks share", session_id=child.stored_header.id, file=str(parent.path),
-                    )
-                pieces.append(own[: limit - first])
-                writers.append((first, parent_id))
-                limit = first
-            if not shared or limit == 0:
-                break
-            header = parent.stored_header
-        writers.reverse()
-        return [event for piece in reversed(pieces) for event in piece], writers
+        return StoredLog(public_header(transcript.stored_header), events, transcript.revision, torn,
+                         list(torn.recovered) if torn is not None else [], writers,
+                         None if torn is None else (torn.truncate_to, torn.size))
 
     def _read_raw(self, session_id: str) -> RawArtifact | None:
         """The transcript's text as written (complete zstd frames decoded); only its header is parsed."""
@@ -410,12 +350,12 @@ class JsonlStore(Store):
                                          file=str(path), offset=0)
         header = parse_header_line(data[: newline + 1], path=str(path))
         self._check_identity(session_id, header, path)
-        return RawArtifact(_public_header(header), TRANSCRIPT_RAW, data.decode("utf-8", "replace"))
+        return RawArtifact(public_header(header), TRANSCRIPT_RAW, data.decode("utf-8", "replace"))
 
-    def _list_snapshots(self) -> list[Snapshot]:
-        self._preflight()
-        snapshots: list[Snapshot] = []
-        seen: dict[str, tuple[Path, tuple[int, int]]] = {}
+    def _listing(self) -> Listing:
+        self._preflight()  # a mixed or obsolete root is the store's failure, not one session's
+        listing = Listing([])
+        seen: dict[str, tuple[Path, tuple[int, int], Snapshot]] = {}
         for project in self._project_dirs():
             for entry in self._scan_dir(project):
                 if not _is_dir(entry):
@@ -423,27 +363,50 @@ class JsonlStore(Store):
                         self._refuse_flat(Path(entry.path))
                     continue
                 session_dir = Path(entry.path)
-                self._refuse_opposite(session_dir)
-                path = session_dir / self._transcript
-                info = self._stat(path)
-                if info is None or not stat_mode.S_ISREG(info.st_mode):
-                    continue  # empty session dirs (or other files) are not sessions
-                header = self._read_listing_header(path)
-                if header is None:
+                try:
+                    found = self._listed(session_dir)
+                except AgentlogError as exc:
+                    sid = _listed_id(session_dir)
+                    listing.unreadable.append(Unreadable(sid, str(session_dir), exc.locate(session_id=sid)))
                     continue
-                identity = (info.st_dev, info.st_ino)
-                prior = seen.get(header.id)
-                if prior is not None:
-                    if prior[1] == identity:
-                        continue  # the same file reached through an aliased directory
-                    raise SessionCorruptionError(
+                if isinstance(found, Unreadable):
+                    listing.unreadable.append(found)
+                    continue
+                if found is None:
+                    continue
+                snapshot, path, identity = found
+                sid = snapshot.header.id
+                prior = seen.get(sid)
+                if prior is None:
+                    seen[sid] = (path, identity, snapshot)
+                    listing.snapshots.append(snapshot)
+                elif prior[1] != identity:  # else the same file reached through an aliased directory
+                    error = SessionCorruptionError(
                         f"session appears in multiple project directories: {prior[0]}, {path}",
-                        session_id=header.id,
-                    )
-                self._check_identity(header.id, header, path)
-                seen[header.id] = (path, identity)
-                snapshots.append(Snapshot(_public_header(header), _revision(info)))
-        return snapshots
+                        session_id=sid)
+                    listing.unreadable.append(Unreadable(sid, str(path), error))
+                    if prior[2] in listing.snapshots:
+                        listing.snapshots.remove(prior[2])
+        return listing
+
+    def _listed(self, session_dir: Path) -> tuple[Snapshot, Path, tuple[int, int]] | Unreadable | None:
+        """The snapshot of one session directory from its header alone (None: no transcript in it;
+        ``Unreadable``: a transcript that does not start with a complete header)."""
+        self._refuse_symlink(session_dir)
+        self._refuse_opposite(session_dir)
+        path = session_dir / self._transcript
+        info = self._stat(path)
+        if info is None or not stat_mode.S_ISREG(info.st_mode):
+            return None  # empty session dirs (or other files) are not sessions
+        header = self._read_listing_header(path)
+        if header is None:
+            error = SessionCorruptionError("not a session transcript: it is empty, or its first "
+                                           + ("frame" if self.compressed else "line")
+                                           + " is not a complete session header",
+                                           session_id=_listed_id(session_dir), file=str(path), offset=0)
+            return Unreadable(_listed_id(session_dir), str(path), error, skipped_by_list=True)
+        self._check_identity(header.id, header, path)
+        return Snapshot(public_header(header), _revision(info)), path, (info.st_dev, info.st_ino)
 
     def _read_listing_header(self, path: Path) -> SessionHeader | None:
         """The stored header line of a transcript (8 KiB reads, no event parsed); None if not one."""
@@ -454,7 +417,7 @@ class JsonlStore(Store):
         except OSError as exc:
             if exc.errno in _ABSENT:
                 return None
-            _io_error(f"cannot read {path}: {exc}", exc, file=str(path))
+            io_error(f"cannot read {path}: {exc}", exc, file=str(path))
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -469,7 +432,7 @@ class JsonlStore(Store):
     def _append_batch(self, header: SessionHeader, events: Sequence[Event], *, materialize: bool) -> None:
         data = self._encode(events) if events else b""
         if materialize:
-            plain = _public_header(header)  # only a fork by reference may claim a shared prefix
+            plain = public_header(header)  # only a fork by reference may claim a shared prefix
             self._materialize(plain, self._encode_header(plain) + data)
         else:
             self._append_bytes(header.id, data)
@@ -484,7 +447,7 @@ class JsonlStore(Store):
         try:
             fs.makedirs(str(directory))
         except OSError as exc:
-            _io_error(f"cannot create the session directory {directory} (is a path component a file?): "
+            io_error(f"cannot create the session directory {directory} (is a path component a file?): "
                       f"{exc}", exc, session_id=header.id, file=str(directory))
         self._refuse_opposite(directory, header.id)
         if self._stat(final) is not None:
@@ -505,7 +468,7 @@ class JsonlStore(Store):
                                          file=str(final)) from None
             fs.fsync_dir(str(directory))
         except OSError as exc:
-            _io_error(f"could not create {final}: {exc}", exc, session_id=header.id, file=str(final))
+            io_error(f"could not create {final}: {exc}", exc, session_id=header.id, file=str(final))
         finally:
             with contextlib.suppress(OSError):
                 fs.unlink(temp)
@@ -521,13 +484,13 @@ class JsonlStore(Store):
         try:
             fd = fs.open(str(path), os.O_WRONLY | os.O_APPEND)
         except OSError as exc:
-            _io_error(f"cannot open for append: {exc}", exc, session_id=session_id, file=str(path))
+            io_error(f"cannot open for append: {exc}", exc, session_id=session_id, file=str(path))
         try:
             size = os.fstat(fd).st_size
         except OSError as exc:
             with contextlib.suppress(OSError):
                 fs.close(fd)
-            _io_error(f"cannot stat for append: {exc}", exc, session_id=session_id, file=str(path))
+            io_error(f"cannot stat for append: {exc}", exc, session_id=session_id, file=str(path))
         try:
             fs.write(fd, data)
             fs.fsync(fd)
@@ -541,12 +504,12 @@ class JsonlStore(Store):
                     f"append failed ({exc}) and failed to roll back append to {path}: {rollback}",
                     session_id=session_id, file=str(path), offset=size,
                 ) from ExceptionGroup("append and rollback failed", [exc, rollback])
-            _io_error(f"append failed and was rolled back: {exc}", exc, session_id=session_id,
+            io_error(f"append failed and was rolled back: {exc}", exc, session_id=session_id,
                       file=str(path), offset=size)
         try:
             fs.close(fd)
         except OSError as exc:
-            _io_error(f"close after append failed: {exc}", exc, session_id=session_id, file=str(path))
+            io_error(f"close after append failed: {exc}", exc, session_id=session_id, file=str(path))
 
     def _truncate(self, path: Path, size: int) -> None:
         fs = self._fs
@@ -566,7 +529,7 @@ class JsonlStore(Store):
             try:
                 self._truncate(path, torn.truncate_to)
             except OSError as exc:
-                _io_error(f"could not truncate torn tail: {exc}", exc, session_id=header.id,
+                io_error(f"could not truncate torn tail: {exc}", exc, session_id=header.id,
                           file=str(path), offset=torn.truncate_to)
         if events:
             self._append_bytes(header.id, self._encode(events))
@@ -579,210 +542,15 @@ class JsonlStore(Store):
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
         return lock_session_file(self._lock_path(session_id), session_id)
 
-    # -- forks by reference ------------------------------------------------------------------------
-
-    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
-                           suffix: Sequence[Event] = ()) -> None:
-        """Publish the child as a header that references its parent's prefix, followed by its own
-        first events (``suffix``, the end-seed marker): O(1) bytes and time, one file publish.
-
-        A marker in the parent's ``forks/`` directory is made durable first, so a parent can
-        never be deleted while a child that needs it exists.
-        """
-        if not prefix:
-            return
-        parent_id = header.parent_session
-        if parent_id is None:
-            raise UsageError("a fork by reference needs a parent session", session_id=header.id)
-        shared = _with_extra(header, {SHARED_PREFIX_KEY: True})
-        content = self._encode_header(shared) + (self._encode(suffix) if suffix else b"")
-        with self._reference_guard(parent_id, exclusive=False):
-            parent_path = self._find(parent_id)
-            if parent_path is None:
-                raise SessionNotFoundError(f"fork parent {parent_id!r} has no transcript (deleted?)",
-                                           session_id=header.id)
-            marker = parent_path.parent / _FORKS_DIR / encode_session_id(header.id)
-            self._write_marker(marker, header.id)
-            try:
-                self._materialize(shared, content)
-            except BaseException:
-                self._remove_marker(marker)
-                raise
-        state.materialized = True
-        state.cursor = len(prefix) + len(suffix)
-
-    @contextlib.contextmanager
-    def _reference_guard(self, session_id: str, *, exclusive: bool) -> Iterator[None]:
-        """Serialize, across processes, publishing a fork of ``session_id`` with deleting it.
-
-        Forks hold it shared while they record their marker and publish; ``delete`` holds it
-        exclusively while it re-checks for children and unlinks, so no child can slip in between.
-        """
-        path = self._lock_path(session_id).with_suffix(".refs")
-        try:
-            os.makedirs(path.parent, mode=0o700, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-        except OSError as exc:
-            _io_error(f"cannot create lock file: {exc}", exc, session_id=session_id, file=str(path))
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            yield
-        finally:
-            os.close(fd)  # closing the last descriptor releases the flock
-
-    def _write_marker(self, marker: Path, session_id: str) -> None:
-        fs = self._fs
-        try:
-            fs.makedirs(str(marker.parent))
-            fd = fs.open(str(marker), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            fs.close(fd)
-            fs.fsync_dir(str(marker.parent))
-        except OSError as exc:
-            _io_error(f"cannot record the fork reference {marker}: {exc}", exc, session_id=session_id,
-                      file=str(marker))
-
-    def _remove_marker(self, marker: Path) -> None:
-        """Drop a fork marker (best effort: a stale marker only names a child that no longer needs it)."""
-        try:
-            self._fs.unlink(str(marker))
-            self._fs.fsync_dir(str(marker.parent))
-        except OSError:
-            pass
-
-    def _children_of(self, session_id: str) -> list[str]:
-        """Stored forks whose transcript still reads its prefix from this session."""
-        path = self._find(session_id)
-        if path is None:
-            return []
-        children: list[str] = []
-        for entry in self._scan_dir(path.parent / _FORKS_DIR):
-            try:
-                child = decode_session_id(entry.name)
-            except (UnicodeDecodeError, ValueError, OverflowError):
-                continue  # not a marker this store wrote
-            try:
-                child_path = self._find(child)
-                header = self._read_listing_header(child_path) if child_path is not None else None
-            except AgentlogError:
-                children.append(child)  # unreadable: assume it still needs its parent
-                continue
-            if child_path is None:
-                continue  # a stale marker: the child was deleted or never published
-            if header is not None and _is_shared(header) and header.parent_session == session_id:
-                children.append(child)
-        return children
-
-    def _delete_stored(self, session_id: str) -> None:
-        """Unlink the transcript (the point of no return), then the rest of its directory.
-
-        Children are checked again under the reference guard: a fork published by another
-        process after ``Store.delete``'s first check still keeps its parent.
-        """
-        with self._reference_guard(session_id, exclusive=True):
-            children = self._children_of(session_id)
-            if children:
-                raise UsageError(
-                    f"cannot delete: fork children reference this session ({', '.join(sorted(children))})",
-                    session_id=session_id,
-                )
-            self._delete_unguarded(session_id)
-
-    def _delete_unguarded(self, session_id: str) -> None:
-        path = self._find(session_id)
-        if path is None:
-            return
-        try:
-            header = self._read_listing_header(path)
-        except AgentlogError:
-            header = None  # a damaged session can still be deleted
-        session_dir = path.parent
-        try:
-            self._fs.unlink(str(path))
-            self._fs.fsync_dir(str(session_dir))
-            shutil.rmtree(session_dir)
-            self._fs.fsync_dir(str(session_dir.parent))
-        except OSError as exc:
-            _io_error(f"could not delete {session_dir}: {exc}", exc, session_id=session_id,
-                      file=str(session_dir))
-        finally:
-            self._paths.pop(session_id, None)
-            self._forget(session_id)
-        if header is not None and header.parent_session is not None:
-            parent = self._find(header.parent_session)
-            if parent is not None:
-                self._remove_marker(parent.parent / _FORKS_DIR / encode_session_id(session_id))
-
-    def materialize(self, session_id: str) -> None:
-        """Rewrite a shared-prefix fork as a full, DSH-readable copy of its log (no-op otherwise).
-
-        The result is byte-identical to what a copying fork would have written: the header,
-        the prefix as one batch, then the child's own batches unchanged. An interrupted turn
-        is repaired first, as by ``load``. Afterwards the parent no longer counts the child.
-        """
-        self._check_open()
-        with self._serialized(session_id):
-            if session_id in self._live:
-                raise UsageError("cannot materialize a live session; close it first", session_id=session_id)
-            if self._find(session_id) is None:
-                raise SessionNotFoundError("session not found", session_id=session_id)
-            lock = self._acquire_writer_lock(session_id)
-            try:
-                self._materialize_locked(session_id)
-            finally:
-                lock.release()
-
-    def _materialize_locked(self, session_id: str) -> None:
-        transcript = self._read_transcript(session_id)
-        if transcript is None:
-            raise SessionNotFoundError("session not found", session_id=session_id)
-        stored = transcript.stored_header
-        if not _is_shared(stored):
-            return
-        session = self._load_committed(session_id)  # validates the whole log, commits any repair
-        path = transcript.path
-        read = self._read_file(path)
-        if read is None:
-            raise SessionNotFoundError("session not found", session_id=session_id)
-        data = read[0]
-        if self.compressed:
-            own_start = scan_zstd_frames(data, max_frames=1, path=str(path)).frames[0][1]
-        else:
-            own_start = data.index(b"\n") + 1
-        plain = _public_header(stored)
-        prefix = session.events[: stored.seed_length or 0]
-        content = self._encode_header(plain) + (self._encode(prefix) if prefix else b"") + data[own_start:]
-        fs = self._fs
-        temp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
-        try:
-            fd = fs.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                fs.write(fd, content)
-                fs.fsync(fd)
-            finally:
-                fs.close(fd)
-            fs.replace(temp, str(path))
-            fs.fsync_dir(str(path.parent))
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                fs.unlink(temp)
-            _io_error(f"could not rewrite {path} as a full copy: {exc}", exc, session_id=session_id,
-                      file=str(path))
-        finally:
-            self._forget(session_id)
-        parent = self._find(stored.parent_session) if stored.parent_session is not None else None
-        if parent is not None:
-            self._remove_marker(parent.parent / _FORKS_DIR / encode_session_id(session_id))
-
-
 # -- helpers -----------------------------------------------------------------------------------------
 
 
-def _io_error(detail: str, cause: OSError, **fields: Any) -> NoReturn:
-    """Raise ``PersistenceIOError`` carrying the cause's errno, chained to it."""
-    error = PersistenceIOError(detail, **fields)
-    error.errno = cause.errno
-    error.strerror = cause.strerror
-    raise error from cause
+def _listed_id(session_dir: Path) -> str | None:
+    """The session id a session directory's name encodes, if it encodes one."""
+    try:
+        return decode_session_id(session_dir.name)
+    except (UnicodeDecodeError, ValueError, OverflowError):
+        return None
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
@@ -790,32 +558,6 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return entry.is_dir()
     except OSError:
         return False
-
-
-def _is_shared(header: SessionHeader) -> bool:
-    return header.extra.get(SHARED_PREFIX_KEY) is True
-
-
-def _with_extra(header: SessionHeader, extra: dict[str, Any]) -> SessionHeader:
-    pairs = [(key, value) for key, value in header.extra.items() if key not in extra]
-    return SessionHeader(
-        id=header.id, created_at=header.created_at, cwd=header.cwd, parent_session=header.parent_session,
-        seed_length=header.seed_length, origin=header.origin, delegation_depth=header.delegation_depth,
-        agent_preset=header.agent_preset, version=header.version,
-        extra=frozen_dict([*pairs, *extra.items()]),
-    )
-
-
-def _public_header(header: SessionHeader) -> SessionHeader:
-    """The header callers see: the storage-only shared-prefix flag removed."""
-    if SHARED_PREFIX_KEY not in header.extra:
-        return header
-    kept = [(key, value) for key, value in header.extra.items() if key != SHARED_PREFIX_KEY]
-    return SessionHeader(
-        id=header.id, created_at=header.created_at, cwd=header.cwd, parent_session=header.parent_session,
-        seed_length=header.seed_length, origin=header.origin, delegation_depth=header.delegation_depth,
-        agent_preset=header.agent_preset, version=header.version, extra=frozen_dict(kept),
-    )
 
 
 def _identity(stat: os.stat_result) -> tuple[int, ...]:

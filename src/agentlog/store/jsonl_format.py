@@ -92,6 +92,8 @@ class TornTail:
 
     truncate_to: int
     recovered: list[Event]
+    size: int
+    """Bytes of the tail from ``truncate_to`` to the end of the file (what a read ignores)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +336,7 @@ def _scan_raw(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
     except _Issue as issue:
         raise _corruption_of(issue, path) from None
     committed = scanner.committed
-    torn = TornTail(committed, []) if committed < len(data) else None
+    torn = TornTail(committed, [], len(data) - committed) if committed < len(data) else None
     return LogScan(header, header_end, scanner.events, committed, torn, unknown=scanner.unknown)
 
 
@@ -379,7 +381,7 @@ def _scan_zstd(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
         if torn_start is not None:
             scanner.write(decode_torn_frame(data[torn_start:]), torn_start)
             recovered = resolve_entries(scanner.events[committed_events:], first_seq + committed_events)
-            torn = TornTail(torn_start, recovered)
+            torn = TornTail(torn_start, recovered, len(data) - torn_start)
     except _Issue as issue:
         raise _corruption_of(issue, path) from None
     events = scanner.events[:committed_events] if torn is not None else scanner.events

@@ -1,8 +1,8 @@
 """MemoryStore: the store contract held in process memory, for tests and demos.
 
 It enforces the same rules as the durable backends (contiguous seqs, one writer per
-session, lazy materialization, committed repair), so code tested against it behaves
-the same on disk.
+session, lazy materialization, committed repair, a parent kept until its forks are
+materialized), so code tested against it behaves the same on disk.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentlog.errors import SessionLockedError
+from agentlog.errors import SessionLockedError, SessionNotFoundError, UsageError
 from agentlog.events import Event
 from agentlog.header import SessionHeader
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
-from agentlog.store.records import Snapshot, StoredLog, WriterLock
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
+from agentlog.store.records import Listing, Snapshot, StoredLog, WriterLock
 
 __all__ = ["MemoryStore"]
 
@@ -29,6 +29,8 @@ class _Stored:
     events: list[Event] = field(default_factory=list)
     incarnation: str = field(default_factory=lambda: uuid.uuid4().hex)
     revision: int = 0
+    base: str | None = None
+    """The parent whose prefix this fork shares, as a durable fork by reference does (None: a copy)."""
 
 
 class _MemoryLock(WriterLock):
@@ -85,8 +87,8 @@ class MemoryStore(Store):
     def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
         self._append_batch(header, events, materialize=False)
 
-    def _list_snapshots(self) -> list[Snapshot]:
-        return [Snapshot(s.header, self._revision(s)) for s in self._sessions.values()]
+    def _listing(self) -> Listing:
+        return Listing([Snapshot(s.header, self._revision(s)) for s in self._sessions.values()])
 
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
         with self._locks_guard:
@@ -98,8 +100,26 @@ class MemoryStore(Store):
             self._locked.add(session_id)
         return _MemoryLock(self, session_id)
 
+    def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
+                           suffix: Sequence[Event] = ()) -> None:
+        """Copy the seed, but keep the parent referenced until ``materialize`` (the durable rules)."""
+        super()._write_fork_prefix(header, prefix, state, suffix)
+        if prefix:
+            self._sessions[header.id].base = header.parent_session
+
+    def materialize(self, session_id: str) -> None:
+        """Release the parent this fork references (its events are already its own)."""
+        self._check_open()
+        with self._serialized(session_id):
+            if session_id in self._live:
+                raise UsageError("cannot materialize a live session; close it first", session_id=session_id)
+            stored = self._sessions.get(session_id)
+            if stored is None:
+                raise SessionNotFoundError("session not found", session_id=session_id)
+            stored.base = None
+
     def _delete_stored(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
 
     def _children_of(self, session_id: str) -> list[str]:
-        return []
+        return [sid for sid, stored in self._sessions.items() if stored.base == session_id]

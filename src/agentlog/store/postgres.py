@@ -67,7 +67,7 @@ from agentlog.store.postgres_follow import afollow, follow
 from agentlog.store.postgres_locks import TRY_XACT_LOCK, AdvisoryLocks, application_name, locked_error
 from agentlog.store.postgres_rows import encode_rows, scan_rows, scan_suffix
 from agentlog.store.postgres_schema import Statements, ensure_schema
-from agentlog.store.records import Snapshot, StoredLog, WriterLock
+from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
 
 __all__ = ["PostgresStore"]
 
@@ -136,6 +136,7 @@ class PostgresStore(Store):
         write_delay_ms: int = DEFAULT_WRITE_DELAY_MS,
         pool_min: int = 1,
         pool_max: int = 8,
+        create: bool = True,
     ) -> None:
         super().__init__(write_delay_ms=write_delay_ms)
         if type(schema) is not str or not schema or "\0" in schema or len(schema.encode()) > 63:
@@ -148,6 +149,8 @@ class PostgresStore(Store):
             raise UsageError(f"invalid PostgreSQL DSN: {exc}") from None
         self.dsn = dsn
         self.schema = schema
+        self.may_create = create
+        """False: a reader's store, which never creates or migrates the schema."""
         host = params.get("host") or os.environ.get("PGHOST") or "localhost"
         port = params.get("port") or os.environ.get("PGPORT") or 5432
         self.where = f"{host}:{port}/{params.get('dbname', '')}"
@@ -177,7 +180,7 @@ class PostgresStore(Store):
             if self._store_id is None:
                 self._check_open()
                 with translate(where=self.where), self._connect() as conn:
-                    store_id = ensure_schema(conn, self.schema, self._sql)
+                    store_id = ensure_schema(conn, self.schema, self._sql, create=self.may_create)
                 with translate(where=self.where):
                     self._pool.open(wait=False)
                 self._store_id = store_id
@@ -303,12 +306,20 @@ class PostgresStore(Store):
         with translate(session_id, self.where), self._pool.connection() as conn:
             return conn.execute(self._sql.exists, (session_id,)).fetchone() is not None
 
-    def _list_snapshots(self) -> builtins.list[Snapshot]:
+    def _listing(self) -> Listing:
         self._ready()
         with translate(where=self.where), self._pool.connection() as conn:
             rows = conn.execute(self._sql.sessions).fetchall()
-        infos = [_info(row) for row in rows]
-        return [Snapshot(info.header, self._revision(info)) for info in infos]
+        listing = Listing([])
+        for row in rows:
+            try:
+                info = _info(row)
+            except AgentlogError as exc:
+                where = f"{self.where} schema {self.schema}: sessions row {row[0]!r}"
+                listing.unreadable.append(Unreadable(row[0], where, exc))
+                continue
+            listing.snapshots.append(Snapshot(info.header, self._revision(info)))
+        return listing
 
     def _children_of(self, session_id: str) -> builtins.list[str]:
         self._ready()

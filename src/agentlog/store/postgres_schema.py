@@ -174,8 +174,11 @@ def _identity(schema: str, rows: list[tuple[object, object]]) -> tuple[int, str]
     return version, str(store_id)
 
 
-def ensure_schema(conn: psycopg.Connection[Any], schema: str, statements: Statements) -> str:
+def ensure_schema(conn: psycopg.Connection[Any], schema: str, statements: Statements, *,
+                  create: bool = True) -> str:
     """Create or migrate the store's schema on first use; return the store uuid.
+
+    Without ``create`` (readers) a missing or older schema is refused, never created or migrated.
 
     Refuses a schema written by a newer build (``SessionFormatUnsupportedError``) and a
     schema that holds tables but no agentlog ``meta`` table. Concurrent first uses from
@@ -192,6 +195,11 @@ def ensure_schema(conn: psycopg.Connection[Any], schema: str, statements: Statem
         version, store_id = 0, ""
     if version == SCHEMA_VERSION:
         return store_id
+    if not create:
+        raise StoreError(f'no store in PostgreSQL schema "{schema}" (nothing to read: a writer creates it)'
+                         if version == 0 else
+                         f'PostgreSQL schema "{schema}" holds store schema version {version}, which a '
+                         f"writer of this build migrates to {SCHEMA_VERSION} (a reader does not)")
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_key("agentlog-setup", schema),))
         conn.execute(statements.create_schema)

@@ -21,8 +21,9 @@ def default_store_url() -> str:
     return f"jsonl://{Path(base, 'agentlog', 'sessions')}"
 
 
-def open_store(url: str) -> Store:
-    """Open the store a URL names.
+def open_store(url: str, *, create: bool = True) -> Store:
+    """Open the store a URL names; ``create=False`` (readers) refuses one that does not exist yet
+    ("no store at ...") instead of creating it, and never initialises an empty one.
 
     - ``jsonl:///path/to/root`` (or a bare path): JSONL transcripts, zstd frames by default;
       ``?compression=none`` for raw lines, ``?pack_chunks=false`` for one event per line;
@@ -57,13 +58,13 @@ def open_store(url: str) -> Store:
             raise UsageError(f'compression must be "zstd" or "none" in {url!r}')
         pack = query.pop("pack_chunks", "true").lower() not in ("false", "0", "no")
         store = JsonlStore(os.path.expanduser(path), compression="zstd" if compression == "zstd" else "none",
-                           pack_chunks=pack, write_delay_ms=delay)
+                           pack_chunks=pack, write_delay_ms=delay, create=create)
     elif scheme == "sqlite":
         from agentlog.store.sqlite import SqliteStore
 
         if not path:
             raise UsageError(f"sqlite store URL needs a file path: {url!r}")
-        store = SqliteStore(os.path.expanduser(path), write_delay_ms=delay)
+        store = SqliteStore(os.path.expanduser(path), write_delay_ms=delay, create=create)
     elif scheme in ("postgresql", "postgres"):
         try:
             from agentlog.store.postgres import PostgresStore
@@ -74,7 +75,7 @@ def open_store(url: str) -> Store:
         schema = query.pop("schema", "agentlog")
         dsn = urlunsplit(parts._replace(query=urlencode(query)))  # libpq options pass through
         query = {}
-        store = PostgresStore(dsn, schema=schema, write_delay_ms=delay)
+        store = PostgresStore(dsn, schema=schema, write_delay_ms=delay, create=create)
     else:
         raise UsageError(
             f"unknown store scheme {scheme!r} in {url!r} (expected jsonl:, sqlite:, postgresql:, memory:)"

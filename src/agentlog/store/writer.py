@@ -28,6 +28,7 @@ from agentlog.errors import (
     WriteFailedError,
 )
 from agentlog.events import Event
+from agentlog.invariants import InvariantChecker
 from agentlog.jsonvalue import valid_text
 from agentlog.session import Session
 from agentlog.store.records import Inspection
@@ -45,10 +46,15 @@ class LiveSession:
     """A ``Session`` bound to a store: every append is persisted by write-behind.
 
     Use ``session`` to append and read, ``flush()`` for a durable checkpoint and ``close()``
-    (or a ``with`` block) to drain and release the session's writer lock.
+    (or a ``with`` block) to drain and release the session's writer lock. Appends are checked
+    against the turn/step/tool invariants (spec §11) unless ``check_invariants=False``.
     """
 
-    def __init__(self, store: Store, session: Session, state: _State, lock: WriterLock) -> None:
+    def __init__(self, store: Store, session: Session, state: _State, lock: WriterLock, *,
+                 check_invariants: bool = True) -> None:
+        if check_invariants and not InvariantChecker.attached(session):  # primed from the last turn
+            InvariantChecker.attach(session, replay="last-turn")
+        self.checks_invariants = check_invariants
         self.store = store
         self.session = session
         session._stored = True  # appends refuse what this store's load would refuse
