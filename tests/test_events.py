@@ -160,9 +160,11 @@ def test_to_wire_uses_dsh_envelope_order_and_keeps_a_stored_marker_order(op_firs
 def test_appended_events_write_citations_before_the_op() -> None:
     session = Session.create("s", clock=lambda: 1)
     session.append("plugin/event", None)
-    event = session.append("user/message", {"z": 1, "a": 2}, surface_op="append", source_event_seqs=[0])
+    message = {"z": 1, "id": "m", "role": "user", "source": {"kind": "user"}, "content": []}
+    event = session.append("user/message", message, surface_op="append", source_event_seqs=[0])
     assert event.to_json() == (
-        b'{"type":"user/message","seq":1,"time":1,"data":{"z":1,"a":2},'
+        b'{"type":"user/message","seq":1,"time":1,'
+        b'"data":{"z":1,"id":"m","role":"user","source":{"kind":"user"},"content":[]},'
         b'"sourceEventSeqs":[0],"surfaceOp":"append"}'
     )
 

@@ -15,7 +15,8 @@ from agentlog import (
     fold_surface,
     transcript,
 )
-from agentlog.events import Event
+from agentlog.events import Event, make_event
+from agentlog.jsonvalue import freeze
 from agentlog.messages import check_message_shape, event_message
 from tests.strategies import assistant_data, tool_result_data, user_message
 
@@ -79,15 +80,19 @@ def test_tool_result_derives_to_its_message() -> None:
     ],
 )
 def test_log_only_events_derive_nothing(kind: str) -> None:
-    event = Session.create("s").append(kind, {"turn": 1, "message": {"content": [1]}})
+    # built directly: append checks request/header's shape (what restore accepts, DESIGN §8)
+    event = make_event(kind, 0, 0, freeze({"turn": 1, "message": {"content": [1]}}))
     assert derive_event_message(event) is None
     assert event_message(event) is None
 
 
-def test_lax_appended_payloads_derive_without_crashing() -> None:
+def test_lax_payloads_derive_without_crashing() -> None:
+    """Append refuses these now (DESIGN §8); derivation must still survive unvalidated events."""
     session = Session.create("s")
-    odd = session.append("assistant/message", "not an object", surface_op="append")
-    no_message = session.append("tool/result", {"turn": 1}, surface_op="append")
+    with pytest.raises(InvalidEventError, match="lacks an identified message"):
+        session.append("assistant/message", "not an object", surface_op="append")
+    odd = make_event("assistant/message", 0, 0, "not an object", "append")
+    no_message = make_event("tool/result", 1, 0, freeze({"turn": 1}), "append")
     assert derive_event_message(odd) is None and derive_event_message(no_message) is None
     assert session.derive_messages() == []
 

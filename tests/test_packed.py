@@ -162,9 +162,10 @@ def test_a_row_whose_slots_were_partly_expanded_still_restores() -> None:
 def test_restoring_a_view_reuses_validation_only_for_events_a_restore_validated() -> None:
     live = Session.create("x")
     message = {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "hi"}]}
-    live.append("user/message", message, surface_op="append")  # appends do not check shapes; restores do
-    with pytest.raises(InvalidEventError, match='must have role "user"'):
-        Session.restore("x", live.events, live.header)
+    with pytest.raises(InvalidEventError, match='must have role "user"'):  # append checks restore's shapes
+        live.append("user/message", message, surface_op="append")
+    live.append("user/message", {**message, "role": "user", "source": {"kind": "user"}}, surface_op="append")
+    assert Session.restore("x", live.events, live.header).seq == 2  # appended events are validated again
     restored = Session.restore("lazy", _recorded(1), HEADER)
     again = Session.restore("lazy", restored.events, HEADER)  # seed-validated: taken as it stands
     assert again.events == restored.events  # it already ends with session/end-seed

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentlog.events import Event, Replace
+from agentlog.events import Event, Replace, make_event
 from agentlog.header import SessionHeader
 from agentlog.invariants import check_invariants
-from agentlog.jsonvalue import thaw
+from agentlog.jsonvalue import freeze, thaw
 from agentlog.repair import (
     NOT_STARTED_TEXT,
     OUTCOME_UNKNOWN_TEXT,
@@ -270,17 +270,19 @@ def test_repaired_log_restores_and_keeps_the_invariants() -> None:
 
 
 def test_malformed_payloads_do_not_break_the_scan() -> None:
-    session = new_session()
-    session.append("turn/start", {"turn": 1})
-    session.append("step/start", {"turn": 1, "step": 1})
-    session.append("assistant/message", {"turn": 1, "step": 1, "message": {"content": "nope"}},
-                   surface_op="append")
-    session.append("assistant/message", {"turn": 1, "step": 1, "message": {
-        "content": [7, {"type": "tool-call"}, {"type": "tool-call", "id": {"x": 1}}]}},
-        surface_op="append")
-    session.append("tool/call", {"callId": ["unhashable"]})
-    session.append("tool/result", {"message": {"source": {"callId": {"x": 1}}}}, surface_op="append")
-    assert types(interrupted_turn_closers(session.events)) == ["step/end", "turn/end"]
+    """Append refuses these shapes now (DESIGN §8), so the events are built directly: the scan
+    must still survive them (it also runs on logs it has not validated)."""
+    payloads: list[tuple[str, Any, Any]] = [
+        ("turn/start", {"turn": 1}, None),
+        ("step/start", {"turn": 1, "step": 1}, None),
+        ("assistant/message", {"turn": 1, "step": 1, "message": {"content": "nope"}}, "append"),
+        ("assistant/message", {"turn": 1, "step": 1, "message": {
+            "content": [7, {"type": "tool-call"}, {"type": "tool-call", "id": {"x": 1}}]}}, "append"),
+        ("tool/call", {"callId": ["unhashable"]}, None),
+        ("tool/result", {"message": {"source": {"callId": {"x": 1}}}}, "append"),
+    ]
+    events = [make_event(kind, seq, 0, freeze(data), op) for seq, (kind, data, op) in enumerate(payloads)]
+    assert types(interrupted_turn_closers(events)) == ["step/end", "turn/end"]
 
 
 # -- property: any crash point of a well-formed log repairs into a valid, provider-ready log --------

@@ -16,6 +16,7 @@ from agentlog import (
     header_equals,
     thaw,
 )
+from agentlog.events import make_event
 from tests.strategies import header_wire
 
 CONFIG = {"provider": "p", "model": "m"}
@@ -154,15 +155,17 @@ def test_request_header_folds_the_seed_on_first_read() -> None:
 
 
 def test_request_headers_without_a_header_object_are_not_snapshots() -> None:
+    """Append refuses these shapes (DESIGN §8); the fold must still skip them in unvalidated events."""
     session = Session.create("s")
-    session.append("request/header", header_data(system="good"))
-    session.append("request/header", {"reason": "change"})
-    session.append("request/header", {"header": "not an object", "reason": "change"})
+    good = session.append("request/header", header_data(system="good"))
+    for bad in ({"reason": "change"}, {"header": "not an object", "reason": "change"}, "junk"):
+        with pytest.raises(InvalidEventError):
+            session.append("request/header", bad)
+    lax = [good, *(make_event("request/header", seq, 0, freeze(bad)) for seq, bad in
+                   enumerate(({"reason": "change"}, {"header": "not an object", "reason": "change"}), 1))]
     assert session.request_header() == {"config": CONFIG, "system": "good"}
-    assert fold_request_header(session.events) == {"config": CONFIG, "system": "good"}
-    lax = Session.create("t")
-    lax.append("request/header", "junk")
-    assert lax.request_header() is None and fold_request_header(lax.events) is None
+    assert fold_request_header(lax) == {"config": CONFIG, "system": "good"}
+    assert fold_request_header([make_event("request/header", 0, 0, "junk")]) is None
 
 
 @pytest.mark.parametrize(

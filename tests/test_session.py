@@ -140,15 +140,20 @@ def test_user_and_plugin_sourced_messages_derive_verbatim_as_user_role() -> None
     assert thaw(messages[1]) == plugin
 
 
-def test_append_accepts_dense_nested_payloads_and_partial_messages() -> None:
+def test_append_accepts_dense_nested_payloads_but_not_partial_messages() -> None:
+    """Append checks restore's message shapes (DESIGN §8): a partial message is refused."""
     session = Session.create("s")
     session.append("plugin/event", {"a": [[1, 2], [3, [4, {"b": []}]]], "c": {}})
-    partial = session.append(
-        "user/message", {"content": [{"type": "text", "text": "no id"}]}, surface_op="append"
-    )
-    header = session.append("request/header", {"header": {"config": {}}, "reason": "initial"})
-    assert session.derive_messages() == [partial.data]
-    assert header.seq == 2
+    before = snapshot(session)
+    with pytest.raises(InvalidEventError, match="seq 1: user/message lacks an identified message"):
+        session.append("user/message", {"content": [{"type": "text", "text": "no id"}]}, surface_op="append")
+    assert_unchanged(session, before)
+    with pytest.raises(InvalidEventError, match="request/header lacks provider/model"):
+        session.append("request/header", {"header": {"config": {}}, "reason": "initial"})
+    header = session.append("request/header", {"header": {"config": {"provider": "p", "model": "m"}},
+                                                "reason": "initial"})
+    assert session.derive_messages() == []
+    assert header.seq == 1
 
 
 @pytest.mark.parametrize(
@@ -650,16 +655,21 @@ def test_seed_refuses_malformed_messages(kind: str, data: Any, fragment: str) ->
     assert caught.value.event_type == kind
 
 
-def test_append_does_not_apply_seed_shape_checks() -> None:
+def test_append_applies_the_seed_shape_checks() -> None:
+    """What append accepts, restore accepts (DESIGN §8): append refuses what restore would."""
     session = Session.create("s")
-    session.append(
-        "assistant/message", {"message": {"content": [{"type": "text", "text": "x"}]}}, surface_op="append"
-    )
-    session.append("request/header", {"header": {"config": {"model": "m"}}, "reason": "initial"})
-    with pytest.raises(
-        InvalidEventError, match="seed assistant/message at index 0 lacks an identified message"
-    ):
-        Session.create("s", seed=session.events)
+    with pytest.raises(InvalidEventError, match="seq 0: assistant/message lacks an identified message"):
+        session.append("assistant/message", {"message": {"content": [{"type": "text", "text": "x"}]}},
+                       surface_op="append")
+    assert session.seq == 0
+    with pytest.raises(InvalidEventError, match="user/message message has invalid content"):
+        bad = {"id": "m", "role": "user", "source": {"kind": "user"}, "content": "hi"}
+        session.append("user/message", bad, surface_op="append")
+    with pytest.raises(InvalidEventError, match="request/header lacks provider/model"):
+        session.append("request/header", {"header": {"config": {"model": "m"}}, "reason": "initial"})
+    config = {"provider": "p", "model": "m"}
+    session.append("request/header", {"header": {"config": config}, "reason": "initial"})
+    assert Session.create("s", seed=session.events).seq == 2
 
 
 # -- observers --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import pytest
 
 from agentlog import (
     Event,
+    InvalidEventError,
     Replace,
     Replacement,
     Session,
@@ -239,6 +240,23 @@ def test_range_is_checked_before_provenance() -> None:
         session.append("user/message", user_message("c"), surface_op=Replace(9, 0))
 
 
+@pytest.mark.parametrize(
+    "seqs",
+    [[0, 0], [], "0", [-1], [0.5], [5]],
+    ids=["duplicate", "empty", "not-an-array", "negative", "fraction", "forward"],
+)
+def test_replace_range_is_looked_up_before_any_provenance_rule(seqs: Any) -> None:
+    """Spec S11: range lookup, then provenance (S4-S7), on append and on restore alike."""
+    session = session_with_users(2)
+    before = snapshot(session)
+    with pytest.raises(SurfaceError, match=r"seq 2: replace start seq 42 not found in surface$"):
+        session.append("user/message", user_message("c"), surface_op=Replace(42, 42), source_event_seqs=seqs)
+    assert_unchanged(session, before)
+    seed = [user_wire(0), user_wire(1), user_wire(2, surfaceOp=replace_op(42, 42), sourceEventSeqs=seqs)]
+    with pytest.raises(SurfaceError, match=r"index 2: replace start seq 42 not found in surface$"):
+        Session.restore("s", seed, {"version": 0, "id": "s", "createdAt": 0})
+
+
 def test_failed_candidate_keeps_the_node_list_and_later_appends_extend_it() -> None:
     session = session_with_users(2)
     view = session.surface.nodes
@@ -286,11 +304,19 @@ def test_tool_result_may_rewrite_only_its_content() -> None:
     assert session.derive_messages()[-1]["content"][0]["content"][0]["text"] == "[pruned]"
 
 
+def fold_rewrite(data: Any) -> Any:
+    """The S12 rule alone: fold a rewrite built directly, without append's shape checks (C6)."""
+    events = [*rewrite_session().events, make_event("tool/result", 3, 0, freeze(data), Replace(2, 2), (2,))]
+    return fold_surface(events)
+
+
 def test_tool_result_rewrite_ignores_blocks_after_the_first() -> None:
-    session = rewrite_session()
+    """S12's quirk is a surface rule; append also checks C6 (one block), so it refuses the event."""
     data = tool_result_data(CALL, "[pruned]")
     data["message"]["content"].append({"type": "text", "text": "extra"})
-    rewrite(session, data)
+    assert fold_rewrite(data).nodes == (0, 3)
+    with pytest.raises(InvalidEventError, match="must contain one tool-result block"):
+        rewrite(rewrite_session(), data)
 
 
 @pytest.mark.parametrize(
@@ -336,6 +362,8 @@ def test_tool_result_rewrite_refuses_a_changed_tool_call_id_and_other_call() -> 
     data = tool_result_data(CALL, "[pruned]")
     data["message"]["content"][0]["toolCallId"] = "call-2"
     with pytest.raises(SurfaceError, match="may change only content"):
+        fold_rewrite(data)
+    with pytest.raises(InvalidEventError, match="mismatched tool call ids"):  # C6, before the surface
         rewrite(session, data)
     with pytest.raises(SurfaceError, match="may change only content"):
         rewrite(session, tool_result_data("call-2", "[pruned]"))

@@ -33,6 +33,7 @@ from agentlog.errors import (
     SurfaceError,
     TargetPressureConfigError,
     UsageError,
+    WriteFailedError,
 )
 from agentlog.events import KNOWN_EVENT_TYPES, SURFACE_TYPES, Event, Replace, SurfaceOp
 from agentlog.fork import fork
@@ -144,6 +145,7 @@ __all__ = [
     "Turn",
     "Unreadable",
     "UsageError",
+    "WriteFailedError",
     "__version__",
     "canonical_header",
     "check_invariants",

@@ -13,6 +13,7 @@
     ├── SessionExistsError
     ├── StoreError                          persistence failed or refused
     │   ├── PersistenceIOError (OSError)    the backend's write or read failed
+    │   ├── WriteFailedError                a batch can never be written: live session failed
     │   ├── ConcurrentWriterError           another writer appended first
     │   ├── SessionLockedError              another process holds the writer lock
     │   ├── SessionFormatUnsupportedError   intact log this build cannot read
@@ -52,6 +53,7 @@ __all__ = [
     "SurfaceError",
     "TargetPressureConfigError",
     "UsageError",
+    "WriteFailedError",
 ]
 
 
@@ -159,6 +161,11 @@ class StoreError(AgentlogError):
 
 class PersistenceIOError(StoreError, OSError):
     """The backend could not write or read; the original ``OSError`` is chained."""
+
+
+class WriteFailedError(StoreError):
+    """A batch can never be written (not an I/O failure): its live session is failed, and every
+    later flush, append and close raises this error; nothing from its ``seq`` on is durable."""
 
 
 class ConcurrentWriterError(StoreError):

@@ -13,7 +13,7 @@ from typing import Any, Final, Literal, TypeAlias
 import orjson
 
 from agentlog.errors import InvalidEventError
-from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, dumps, freeze, json_equal, loads
+from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, dumps, freeze, json_equal, loads, valid_text
 
 __all__ = [
     "CORE_EVENT_TYPES",
@@ -243,8 +243,11 @@ def check_envelope(wire: Any, where: str = "event") -> None:
     if not wire.keys() <= _ENVELOPE_KEYS:
         extra = next(key for key in wire if key not in _ENVELOPE_KEYS)
         raise InvalidEventError(f"invalid event envelope: {where} has unknown key {extra!r}")
-    if type(wire.get("type")) is not str:
+    kind = wire.get("type")
+    if type(kind) is not str:
         raise InvalidEventError(f"invalid event envelope: {where} type must be a string")
+    if not kind.isascii() and not valid_text(kind):  # it could never be written (UTF-8)
+        raise InvalidEventError(f"invalid event envelope: {where} type {kind!r} contains a lone surrogate")
     seq = wire.get("seq")
     if not is_safe_int(seq) or seq < 0:  # type: ignore[operator]
         raise InvalidEventError(

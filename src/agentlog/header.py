@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from agentlog.errors import InvalidEventError, InvalidHeaderError
 from agentlog.events import is_safe_int
-from agentlog.jsonvalue import FrozenDict, freeze, frozen_dict
+from agentlog.jsonvalue import FrozenDict, freeze, frozen_dict, valid_text
 
 __all__ = ["FORMAT_VERSION", "SessionHeader"]
 
@@ -102,7 +102,7 @@ class SessionHeader:
 
 def _check(header: SessionHeader) -> None:
     """Every header rule of spec §4.3 (H1), in a stable order."""
-    sid = header.id if isinstance(header.id, str) else None
+    sid = header.id if isinstance(header.id, str) and valid_text(header.id) else None
 
     def bad(detail: str) -> InvalidHeaderError:
         return InvalidHeaderError(detail, session_id=sid)
@@ -111,6 +111,7 @@ def _check(header: SessionHeader) -> None:
         raise bad(f"unsupported header version {header.version!r} (this build reads {FORMAT_VERSION})")
     if type(header.id) is not str or not header.id:
         raise bad("header id must be a non-empty string")
+    _check_text(header, sid)
     if not is_safe_int(header.created_at) or header.created_at < 0:
         raise bad("header createdAt must be a non-negative safe integer")
     if header.cwd is not None:
@@ -132,16 +133,27 @@ def _check(header: SessionHeader) -> None:
         raise bad("header delegationDepth must be a non-negative safe integer")
     if header.agent_preset is not None and type(header.agent_preset) is not str:
         raise bad("header agentPreset must be a string")
-    if type(header.extra) is not FrozenDict:
-        object.__setattr__(header, "extra", _frozen_extra(header.extra, sid))
+    object.__setattr__(header, "extra", _frozen_extra(header.extra, sid))
+
+
+def _check_text(header: SessionHeader, session_id: str | None) -> None:
+    """The header's own strings must be writable (UTF-8): no lone surrogates."""
+    for name, value in (("id", header.id), ("cwd", header.cwd), ("parentSession", header.parent_session),
+                        ("agentPreset", header.agent_preset)):
+        if type(value) is str and not valid_text(value):
+            raise InvalidHeaderError(
+                f"header {name} {value!r} is not valid Unicode: it contains a lone surrogate",
+                session_id=session_id,
+            )
 
 
 def _frozen_extra(extra: Any, session_id: str | None) -> FrozenDict:
-    """The unknown wire keys of a header, validated as lossless JSON and frozen."""
+    """The unknown wire keys of a header, validated as lossless JSON and frozen (a FrozenDict
+    too: ``frozen_dict`` builds one without checks)."""
     if not isinstance(extra, dict):
         raise InvalidHeaderError("header extra must be a JSON object", session_id=session_id)
     try:
-        frozen: FrozenDict = freeze(extra, root="header",
+        frozen: FrozenDict = freeze(dict(extra) if type(extra) is FrozenDict else extra, root="header",
                                     what="session header is not losslessly JSON-serializable")
     except InvalidEventError as exc:
         raise InvalidHeaderError(exc.detail, session_id=session_id, path=exc.path) from None

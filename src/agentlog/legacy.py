@@ -39,7 +39,9 @@ from agentlog.jsonvalue import freeze
 from agentlog.packed import ChunkRun, LogEntry
 
 __all__ = [
+    "EXAMINED_TYPES",
     "LEGACY_EVENT_TYPES",
+    "check_current",
     "chain_writers",
     "STORED_EVENT_TYPES",
     "legacy_message_id",
@@ -57,6 +59,8 @@ STORED_EVENT_TYPES: Final = KNOWN_EVENT_TYPES | LEGACY_EVENT_TYPES
 _EXAMINED: Final = frozenset({TURN_START, TURN_END, USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT,
                               LEGACY_STEERING})
 """The only types an upgrade can touch: every other event costs one set lookup."""
+
+EXAMINED_TYPES: Final = _EXAMINED
 
 _TURN_END_KEYS: Final = frozenset({"turn", "reason"})
 _TURN_START_KEYS: Final = frozenset({"turn", "trigger"})
@@ -94,6 +98,16 @@ def upgrade_legacy(session_id: str, events: _Events) -> _Events | list[LogEntry]
         ):
             return _upgrade_from(session_id, events, index)
     return events
+
+
+def check_current(session_id: str, event: Event) -> None:
+    """Refuse an event a load would refuse or rewrite as legacy (checked on its own: a legacy
+    ``tool/result`` replacement, which names its target through earlier events, is refused)."""
+    if event.type in _EXAMINED and _upgrade_event(session_id, event, (), 0) is not event:
+        raise InvalidEventError(
+            f"{event.type} has a pre-react-loop shape that loading would rewrite; append its current form",
+            session_id=session_id, seq=event.seq, event_type=event.type,
+        )
 
 
 def upgrade_legacy_chain(session_id: str, events: Sequence[LogEntry],

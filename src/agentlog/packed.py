@@ -10,13 +10,16 @@ the first time one of its events is read, and always returns the same ``Event`` 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import Any, ClassVar, Final, TypeAlias
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias, overload
 
 from agentlog.events import ASSISTANT_CHUNK, Event, make_event
 from agentlog.jsonvalue import FrozenDict
 
-__all__ = ["ChunkRun", "LogEntry", "resolve_entries"]
+if TYPE_CHECKING:
+    from agentlog.session import Session
+
+__all__ = ["ChunkRun", "EventsView", "LogEntry", "resolve_entries"]
 
 LogEntry: TypeAlias = "Event | ChunkRun"
 """A slot of a session's log: an event, or the packed run that holds the event of that seq."""
@@ -60,6 +63,62 @@ class ChunkRun:
 
     def __repr__(self) -> str:
         return f"ChunkRun(seq0={self.seq0}, count={self.count})"
+
+
+class EventsView(Sequence[Event]):
+    """An immutable snapshot of the first ``len`` events of a log (the log only grows).
+
+    Slots below ``lazy_end`` may hold a packed ``ChunkRun`` (a cold-loaded row): reading
+    one returns its event, built once and shared by every reader.
+    """
+
+    __slots__ = ("_lazy", "_len", "_log", "_source")
+
+    def __init__(self, log: list[LogEntry], length: int, lazy_end: int | None = None,
+                 source: Session | None = None) -> None:
+        self._log = log
+        self._len = length
+        self._lazy = length if lazy_end is None else min(lazy_end, length)
+        self._source = source  # the session whose log this is (restore may reuse its validation)
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Event]: ...
+    def __getitem__(self, index: int | slice) -> Event | list[Event]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._len)
+            if step == 1 and start >= self._lazy:
+                return self._log[start:stop]  # type: ignore[return-value]
+            return [self[position] for position in range(start, stop, step)]
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError("event index out of range")
+        entry = self._log[index]
+        return entry if entry.__class__ is Event else entry.event(index)  # type: ignore[union-attr]
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[Event]:
+        log = self._log
+        lazy = self._lazy
+        for index in range(lazy):
+            entry = log[index]
+            yield entry if entry.__class__ is Event else entry.event(index)  # type: ignore[union-attr]
+        for index in range(lazy, self._len):
+            yield log[index]  # type: ignore[misc]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return len(other) == self._len and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"EventsView({self._len} events)"
 
 
 def resolve_entries(entries: Sequence[Any], first_seq: int = 0) -> list[Event]:

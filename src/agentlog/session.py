@@ -11,36 +11,32 @@ import asyncio
 import inspect
 import logging
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain, islice
-from typing import Any, Final, overload
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from agentlog.bulk import gc_paused
 from agentlog.errors import (
     AgentlogError,
     InvalidEventError,
     InvalidHeaderError,
-    SurfaceError,
     UsageError,
 )
 from agentlog.events import (
     END_SEED,
-    LEGACY_HEADER_DELTA,
     REQUEST_CONTEXT,
     REQUEST_HEADER,
     SURFACE_TYPES,
     Event,
     Replace,
     SurfaceOp,
-    check_envelope,
-    make_event,
-    wire_op_first,
 )
 from agentlog.header import SessionHeader, now_ms
-from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze
-from agentlog.messages import Message, check_message_shape, derive_event_message
-from agentlog.packed import ChunkRun, LogEntry
-from agentlog.request_header import canonical_header, check_request_header_shape, event_header
+from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze, valid_text
+from agentlog.messages import Message, derive_event_message
+from agentlog.packed import EventsView, LogEntry
+from agentlog.request_header import canonical_header, event_header
+from agentlog.seed import validate_seed
+from agentlog.storable import APPEND_PLAIN_TYPES, check_appendable
 from agentlog.surface import Surface, SurfaceManager, parse_markers
 
 __all__ = ["EventsView", "Observer", "Session", "Validator"]
@@ -54,62 +50,6 @@ Observer = Callable[[Event], object]
 
 Validator = Callable[[Event], None]
 """Called with each candidate event before it commits; raising vetoes the append."""
-
-class EventsView(Sequence[Event]):
-    """An immutable snapshot of the first ``len`` events of a log (the log only grows).
-
-    Slots below ``lazy_end`` may hold a packed ``ChunkRun`` (a cold-loaded row): reading
-    one returns its event, built once and shared by every reader.
-    """
-
-    __slots__ = ("_lazy", "_len", "_log", "_source")
-
-    def __init__(self, log: list[LogEntry], length: int, lazy_end: int | None = None,
-                 source: Session | None = None) -> None:
-        self._log = log
-        self._len = length
-        self._lazy = length if lazy_end is None else min(lazy_end, length)
-        self._source = source  # the session whose log this is (restore may reuse its validation)
-
-    @overload
-    def __getitem__(self, index: int) -> Event: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Event]: ...
-    def __getitem__(self, index: int | slice) -> Event | list[Event]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self._len)
-            if step == 1 and start >= self._lazy:
-                return self._log[start:stop]  # type: ignore[return-value]
-            return [self[position] for position in range(start, stop, step)]
-        if index < 0:
-            index += self._len
-        if not 0 <= index < self._len:
-            raise IndexError("event index out of range")
-        entry = self._log[index]
-        return entry if entry.__class__ is Event else entry.event(index)  # type: ignore[union-attr]
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __iter__(self) -> Iterator[Event]:
-        log = self._log
-        lazy = self._lazy
-        for index in range(lazy):
-            entry = log[index]
-            yield entry if entry.__class__ is Event else entry.event(index)  # type: ignore[union-attr]
-        for index in range(lazy, self._len):
-            yield log[index]  # type: ignore[misc]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence):
-            return len(other) == self._len and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"EventsView({self._len} events)"
-
 
 class Session:
     """An append-only, validated event log with a live surface and derived messages."""
@@ -129,6 +69,7 @@ class Session:
         self._observers: tuple[Observer, ...] = ()
         self._validators: tuple[Validator, ...] = ()
         self._publishing = False
+        self._stored = False  # a store's session: also refuse what a cold read refuses (LiveSession)
         self._derived: list[Message] = []
         self._derived_nodes = 0
         self._derived_generation = 0
@@ -235,68 +176,7 @@ class Session:
 
     def _load_seed(self, seed: Iterable[Any]) -> None:
         with gc_paused():
-            self._validate_seed(seed)
-
-    def _validate_seed(self, seed: Iterable[Any]) -> None:
-        sid = self._header.id
-        log = self._log
-        manager = self._manager
-        contiguous = self._validated == len(log)
-        if isinstance(seed, EventsView):  # another session's (or a store's) log: keep packed runs packed
-            seed = seed._log[: seed._len]
-        entries: Iterator[Any] = iter(seed)
-        index = len(log) - 1
-        while (entry := next(entries, _END)) is not _END:
-            index += 1
-            if entry.__class__ is Event and entry[4] is None and entry[1] == index and (
-                entry[0] not in _SHAPED_TYPES
-            ):  # the bulk of a log (chunks, steps): nothing to check but its place
-                manager.next_seq = index + 1
-                log.append(entry)
-                continue
-            if entry.__class__ is ChunkRun:  # a validated packed row: log-only chunk events
-                if not entry.seq0 <= index < entry.seq0 + entry.count:
-                    raise InvalidEventError(
-                        f"seed event at index {index} is member {index - entry.seq0} of a packed row of "
-                        f"{entry.count} from seq {entry.seq0}; seed must be contiguous from 0",
-                        session_id=sid, seq=index, event_type=entry.type,
-                    )
-                log.append(entry)
-                if index == entry.seq0:  # take the row's other slots at once when they follow it
-                    rest = list(islice(entries, entry.count - 1))
-                    if rest.count(entry) == len(rest):
-                        log.extend(rest)
-                        index += len(rest)
-                    else:
-                        entries = chain(rest, entries)
-                manager.next_seq = index + 1
-                self._lazy_end = index + 1
-                continue
-            try:
-                event = entry if type(entry) is Event else _event_from_seed(entry, index)
-                _check_seed_shapes(event, index)
-                if event.seq != index:
-                    raise InvalidEventError(
-                        f"seed event at index {index} has seq {event.seq} (expected {index}); "
-                        "seed must be contiguous from 0"
-                    )
-                try:
-                    if event.surface_op is None:
-                        manager.skip(event)
-                    else:
-                        manager.apply(event)
-                except AgentlogError as exc:
-                    raise _seed_error(exc, index) from None
-                except Exception as exc:
-                    raise SurfaceError(
-                        f"invalid seed event at index {index}: invalid surface metadata ({exc})"
-                    ) from exc
-            except AgentlogError as exc:
-                raise exc.locate(session_id=sid, seq=index, event_type=_entry_type(entry)) from None
-            log.append(event)
-        if contiguous:
-            self._validated = len(log)
-        self._first_live_seq = len(log)
+            validate_seed(self, seed)
 
     def _mark_end_seed(self) -> None:
         if not self._log or self._log[-1].type != END_SEED:
@@ -435,8 +315,8 @@ class Session:
         log = self._log
         seq = len(log)
         if data.__class__ is FrozenDict and surface_op is None and source_event_seqs is None and (
-            type.__class__ is str and type not in _CHECKED_TYPES and not self._publishing
-        ):  # the bulk of a recording (stream chunks, steps): frozen data, no markers
+            type in APPEND_PLAIN_TYPES and type.__class__ is str and not self._publishing
+        ):  # the bulk of a recording (stream chunks, steps): a known type, frozen data, no markers
             time = self._clock()
             if time.__class__ is int and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
                 event: Event = _new_tuple(Event, (type, seq, time, data, None, None, False, False))
@@ -454,8 +334,8 @@ class Session:
             if event[4] is not None:
                 self._manager.validate_next(event)
         except AgentlogError as exc:
-            raise exc.locate(session_id=self.id, seq=seq,
-                             event_type=type if isinstance(type, str) else None) from None
+            named = type if isinstance(type, str) and valid_text(type) else None
+            raise exc.locate(session_id=self.id, seq=seq, event_type=named) from None
         if self._validators or self._observers:
             return self._publish(event)
         if event[4] is None:  # log-only: _candidate already refused markerless surface types
@@ -470,15 +350,13 @@ class Session:
     ) -> Event:
         if event_type.__class__ is not str or not event_type:
             raise InvalidEventError(f"event type must be a non-empty string, got {event_type!r}")
+        if not valid_text(event_type):  # it could never be written (UTF-8)
+            raise InvalidEventError(
+                f"event type {event_type!r} is not valid Unicode: it contains a lone surrogate"
+            )
         frozen = data if data.__class__ is FrozenDict else freeze(
             data, root="data", what="non-JSON-serializable data"
         )
-        if event_type == LEGACY_HEADER_DELTA:
-            raise InvalidEventError(f"unsupported legacy {LEGACY_HEADER_DELTA}")
-        if event_type == REQUEST_HEADER and isinstance(frozen, dict) and (
-            frozen.get("reason") == "fallback"
-        ):
-            raise InvalidEventError('unsupported legacy request/header reason "fallback"')
         if surface_op is not None and not isinstance(surface_op, (str, Replace)):
             freeze(surface_op, root="surfaceOp", what="non-JSON-serializable surface metadata")
         if source_seqs is not None:
@@ -487,7 +365,7 @@ class Session:
         if event_type in SURFACE_TYPES or surface_op is not None or source_seqs is not None:
             op, seqs = parse_markers(
                 event_type, seq, surface_op, source_seqs,
-                has_op=surface_op is not None, has_seqs=source_seqs is not None,
+                has_op=surface_op is not None, has_seqs=source_seqs is not None, range_first=True,
             )
         else:
             op, seqs = None, None
@@ -495,6 +373,7 @@ class Session:
         if time.__class__ is not int or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
             raise UsageError(f"session clock returned {time!r}; expected epoch milliseconds")
         event: Event = _new_tuple(Event, (event_type, seq, time, frozen, op, seqs, False, False))
+        check_appendable(event, self.id, stored=self._stored)  # what restore (and a store) would refuse
         return event
 
     def _publish(self, event: Event) -> Event:
@@ -578,54 +457,5 @@ def _resolve_header(session_id: str, header: SessionHeader | dict[str, Any] | No
     return resolved
 
 
-def _event_from_seed(entry: Any, index: int) -> Event:
-    """Spec C3, C4 and the static marker rules for one wire seed entry."""
-    where = f"seed event at index {index}"
-    check_envelope(entry, where)
-    data = freeze(entry["data"], root="data", what=f"{where} is not losslessly JSON-serializable")
-    has_op, has_seqs = "surfaceOp" in entry, "sourceEventSeqs" in entry
-    if has_op or has_seqs or entry["type"] in SURFACE_TYPES:
-        try:
-            op, seqs = parse_markers(
-                entry["type"], entry["seq"], entry.get("surfaceOp"), entry.get("sourceEventSeqs"),
-                has_op=has_op, has_seqs=has_seqs,
-            )
-        except AgentlogError as exc:
-            raise _seed_error(exc, index) from None
-    else:
-        op, seqs = None, None
-    return make_event(entry["type"], entry["seq"], entry["time"], data, op, seqs,
-                      entry.get("ignorable", False), wire_op_first(entry))
 
 
-def _seed_error(exc: AgentlogError, index: int) -> InvalidEventError:
-    """Spec C9: a seed's surface failure, re-raised as "invalid seed event at index i: ..."."""
-    kind = SurfaceError if isinstance(exc, SurfaceError) else InvalidEventError
-    return kind(f"invalid seed event at index {index}: {exc.detail}", path=exc.path)
-
-
-def _entry_type(entry: Any) -> str | None:
-    """The type of a seed entry (Event or wire object) when it is a string."""
-    kind = entry.type if type(entry) is Event else (
-        entry.get("type") if isinstance(entry, dict) else None
-    )
-    return kind if type(kind) is str else None
-
-
-_CHECKED_TYPES: Final = SURFACE_TYPES | {"", LEGACY_HEADER_DELTA, REQUEST_HEADER}
-"""Types ``append`` always sends through ``_candidate`` (markers required, legacy refusals)."""
-
-_END: Final = object()
-"""End of a seed (``_validate_seed`` walks it with ``next``, to take packed rows whole)."""
-
-_SHAPED_TYPES: Final = SURFACE_TYPES | {REQUEST_HEADER}
-"""Types whose stored data ``_check_seed_shapes`` checks (all other log-only events pass as they are)."""
-
-
-def _check_seed_shapes(event: Event, index: int) -> None:
-    """Spec C5-C7: header and message shapes a stored event must have."""
-    kind = event.type
-    if kind in SURFACE_TYPES:
-        check_message_shape(kind, event.data, f"seed {kind} at index {index}")
-    elif kind == REQUEST_HEADER:
-        check_request_header_shape(event.data, f"seed request/header at index {index}")

@@ -64,11 +64,13 @@ def parse_markers(
     *,
     has_op: bool,
     has_seqs: bool,
+    range_first: bool = False,
 ) -> tuple[SurfaceOp | None, tuple[int, ...] | None]:
     """The static marker rules (S1-S6): normalize ``surfaceOp`` and ``sourceEventSeqs``.
 
     ``surface_op`` may be ``"append"``, a ``Replace`` or the wire object
-    ``{"op": "replace", "start": s, "end": e}``.
+    ``{"op": "replace", "start": s, "end": e}``. With ``range_first`` a replace's provenance
+    is left to ``SurfaceManager`` (S11: it checks the range first, then S4-S7).
     """
     if event_type not in SURFACE_TYPES:
         if has_op:
@@ -83,6 +85,9 @@ def parse_markers(
     op = _parse_op(surface_op)
     if not has_seqs:
         return op, None
+    if range_first and isinstance(op, Replace):
+        raw = source_event_seqs
+        return op, tuple(raw) if type(raw) is list else raw  # checked by SurfaceManager._plan
     return op, _parse_source_seqs(event_type, seq, source_event_seqs)
 
 
@@ -303,6 +308,8 @@ class SurfaceManager:
                 f"replace start seq {op.start} (index {start_index}) is after "
                 f"end seq {op.end} (index {end_index})"
             )
+        if event.source_event_seqs is not None:  # S11: provenance after the range lookup
+            _parse_source_seqs(event.type, event.seq, event.source_event_seqs)
         shadowed = tuple(nodes[start_index : end_index + 1])
         cited = set(event.source_event_seqs or ())
         missing = [seq for seq in shadowed if seq not in cited]

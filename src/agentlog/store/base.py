@@ -39,8 +39,9 @@ from agentlog.header import SessionHeader
 from agentlog.legacy import needs_prefix, upgrade_legacy_chain
 from agentlog.packed import LogEntry, resolve_entries
 from agentlog.session import EventsView, Session
+from agentlog.storable import refuse_retired
 from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, StoredLog, WriterLock
-from agentlog.store.validate import refuse_retired, validate_stored
+from agentlog.store.validate import validate_stored
 
 if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession

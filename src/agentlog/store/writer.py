@@ -3,8 +3,10 @@
 Appends only queue the (immutable) event and never wait for I/O. A background thread
 writes the queue once a fixed window has passed since the first queued event (a bounded
 coalescing window, not a debounce). ``flush()`` writes everything queued before it and
-returns only when that is durable. A failed background write keeps its batch, pauses
-automatic writing and is reported once; the next event or ``flush()`` retries it.
+returns only when that is durable. A background write that fails on I/O keeps its batch,
+pauses automatic writing and is reported once; the next event or ``flush()`` retries it.
+A batch the store refuses for any other reason can never be written: the live session
+fails, and every later flush, append and close raises that one ``WriteFailedError``.
 """
 
 from __future__ import annotations
@@ -17,9 +19,17 @@ from collections import deque
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from agentlog.errors import AgentlogError, PersistenceIOError, UsageError
+from agentlog.errors import (
+    AgentlogError,
+    InvalidEventError,
+    InvalidHeaderError,
+    PersistenceIOError,
+    UsageError,
+    WriteFailedError,
+)
 from agentlog.events import Event
 from agentlog.invariants import InvariantChecker
+from agentlog.jsonvalue import valid_text
 from agentlog.session import Session
 from agentlog.store.records import Inspection
 
@@ -47,6 +57,7 @@ class LiveSession:
         self.checks_invariants = check_invariants
         self.store = store
         self.session = session
+        session._stored = True  # appends refuse what this store's load would refuse
         self._state = state
         self._lock = lock
         self._delay = store.write_delay_ms / 1000.0
@@ -58,6 +69,7 @@ class LiveSession:
         self._paused = False
         self._barriers = 0
         self._closed = False
+        self._failure: WriteFailedError | None = None  # set once a batch can never be written
         self._thread: threading.Thread | None = None
         self._unsubscribe = session.subscribe(self._admit)
         store._attach_live(self)
@@ -84,11 +96,16 @@ class LiveSession:
         try:
             with self._io:
                 while True:
+                    if self._failure is not None:
+                        raise self._failure
                     batch = self._drain()
                     if not batch:
                         return
                     try:
                         self._write(batch)
+                    except WriteFailedError as failure:
+                        self._fail(failure)
+                        raise
                     except BaseException:
                         self._retain(batch)
                         raise
@@ -195,6 +212,19 @@ class LiveSession:
             self._paused = True
             self._deadline = None
 
+    def _fail(self, failure: WriteFailedError) -> None:
+        """A batch can never be written: drop the queue (nothing in it can follow the batch)
+        and refuse every later append, flush and close with ``failure``."""
+        with self._cond:
+            self._failure = failure
+            self._queue.clear()
+            self._deadline = None
+
+        def refuse(event: Event) -> None:
+            raise failure
+
+        self.session.add_validator(refuse)
+
     def _ensure_thread(self) -> None:
         with self._cond:
             if self._thread is None:
@@ -225,6 +255,10 @@ class LiveSession:
                 return
             try:
                 self._write(batch)
+            except WriteFailedError as failure:
+                self._fail(failure)
+                logger.warning('session "%s": %s', self.id, failure.detail)
+                return
             except Exception as exc:
                 self._retain(batch)
                 logger.warning('session "%s": background write of %d events failed '
@@ -238,7 +272,24 @@ class LiveSession:
         try:
             with store._serialized(self.id):
                 store._write(self._state, batch)
-        except AgentlogError:
+        except PersistenceIOError:
             raise
+        except (InvalidEventError, InvalidHeaderError) as exc:  # the store refused the data itself
+            raise _never_written(self.id, batch, exc) from exc
+        except AgentlogError:
+            raise  # lock and concurrency refusals: the batch is kept for the caller to retry
         except OSError as exc:
             raise PersistenceIOError(f"write failed: {exc}", session_id=self.id, seq=batch[0].seq) from exc
+        except Exception as exc:  # an encoder or driver refusal: retrying cannot help
+            raise _never_written(self.id, batch, exc) from exc
+
+
+def _never_written(session_id: str, batch: list[Event], exc: Exception) -> WriteFailedError:
+    """The error of a batch the store refused for a reason other than I/O."""
+    first, last = batch[0], batch[-1]
+    cause = f"{type(exc).__name__}: {exc}".encode("utf-8", "backslashreplace").decode("utf-8")
+    return WriteFailedError(
+        f"events seq {first.seq}..{last.seq} can never be written ({cause}); the live session "
+        f"is failed: nothing from seq {first.seq} on is durable, reopen the session to go on",
+        session_id=session_id, seq=first.seq, event_type=first.type if valid_text(first.type) else None,
+    )
