@@ -930,7 +930,10 @@ class SqliteStore(Store):
 
     def _info(self, conn: sqlite3.Connection, session_id: str) -> _Info | None:
         row = conn.execute(_SELECT_SESSION, (session_id,)).fetchone()
-        return None if row is None else _session_info(row)
+        try:
+            return None if row is None else _session_info(row)
+        except AgentlogError as exc:  # a damaged session row: name the database it is in
+            raise exc.locate(file=self._file) from None
 
     def _prefix_rows(self, conn: sqlite3.Connection, info: _Info) -> list[tuple[int, int, list[Row], str]]:
         """Rows of the parent prefixes a fork chain shares, oldest first: (start, limit, rows, writer id)."""
@@ -942,7 +945,7 @@ class SqliteStore(Store):
             row = conn.execute(_SELECT_SESSION_BY_KEY, (base_key,)).fetchone()
             if row is None or base_key in seen:
                 raise SessionCorruptionError("fork parent reference is missing or circular",
-                                             session_id=info.header.id)
+                                             session_id=info.header.id, file=self._file)
             seen.add(base_key)
             parent = _session_info(row)
             start = parent.start
@@ -1026,7 +1029,10 @@ class SqliteStore(Store):
             rows = conn.execute(_LIST_SESSIONS).fetchall()
         snapshots = []
         for row in rows:
-            info = _session_info(row)
+            try:
+                info = _session_info(row)
+            except AgentlogError as exc:  # a damaged session row: name the database it is in
+                raise exc.locate(file=self._file) from None
             snapshots.append(Snapshot(info.header, self._revision(info)))
         return snapshots
 
