@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +21,8 @@ from tests.fuzz.harness import (
     keep_failure,
 )
 from tests.fuzz.mutations import mutated
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @st.composite
@@ -43,3 +50,16 @@ def test_damaged_transcripts_load_or_refuse_with_a_location(compression: Compres
 @pytest.mark.parametrize("compression", ["none", "zstd"])
 def test_damaged_transcripts_long_run(compression: Compression) -> None:
     LONG(given(_case(compression))(lambda case: _run(compression, case)))()
+
+
+@pytest.mark.slow
+def test_coverage_guided_fuzzing_with_atheris(tmp_path: Path) -> None:
+    """``tests.fuzz.atheris_main`` for ``AGENTLOG_ATHERIS_RUNS`` inputs (atheris is optional)."""
+    pytest.importorskip("atheris")
+    runs = os.environ.get("AGENTLOG_ATHERIS_RUNS", "20000")
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.fuzz.atheris_main", f"-runs={runs}", f"-artifact_prefix={tmp_path}/"],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])},
+        capture_output=True, text=True, timeout=3600,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
