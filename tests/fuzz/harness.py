@@ -97,10 +97,13 @@ def jsonl_seeds(compression: Compression) -> tuple[Seed, ...]:
 _LOCATION_TEXT: Final = re.compile(r"\bseq \d+|\bline \d+|at byte \d+")
 
 
-def check_located(exc: AgentlogError, session_id: str) -> None:
-    """A refusal names the session (id or its transcript path) and a location (file, seq or offset)."""
+def check_located(exc: AgentlogError, session_id: str | None) -> None:
+    """A refusal names the session (id or its transcript path) and a location (file, seq or offset).
+
+    ``session_id`` None: a store-wide read (``list``), where a damaged row may have no id to name.
+    """
     text = str(exc)
-    assert session_id in text or (exc.file is not None and session_id in exc.file), (
+    assert session_id is None or session_id in text or (exc.file is not None and session_id in exc.file), (
         f"{type(exc).__name__} does not name session {session_id!r}: {text}")
     if isinstance(exc, SessionNotFoundError):  # nothing stored under the id: no location to name
         return
@@ -109,7 +112,7 @@ def check_located(exc: AgentlogError, session_id: str) -> None:
     assert located or _LOCATION_TEXT.search(text), f"{type(exc).__name__} names no location: {text}"
 
 
-def outcome(read: Callable[[], T], session_id: str) -> T | None:
+def outcome(read: Callable[[], T], session_id: str | None) -> T | None:
     """``read()``, or None when it raised a located ``AgentlogError`` (anything else propagates)."""
     try:
         return read()
@@ -130,16 +133,19 @@ def check_loaded(loaded: Inspection) -> list[Event]:
     return events
 
 
-def read_only_readers(store: Store, session_id: str, *, raw: bool = True) -> list[Callable[[], object]]:
-    """The reads that never write: each must leave every stored byte as it was (``raw``: JSONL's
-    ``read_raw`` too)."""
-    readers: list[Callable[[], object]] = [
-        lambda: store.inspect(session_id),
-        lambda: store.read_from(session_id, 0),
-        lambda: store.read_from(session_id, 7),
-        store.list,
+def read_only_readers(store: Store, session_id: str, *,
+                      raw: bool = True) -> list[tuple[Callable[[], object], str | None]]:
+    """The reads that never write, each with the session its refusals must name (None: ``list``).
+
+    Each must leave every stored byte as it was (``raw``: JSONL's ``read_raw`` too).
+    """
+    readers: list[tuple[Callable[[], object], str | None]] = [
+        (lambda: store.inspect(session_id), session_id),
+        (lambda: store.read_from(session_id, 0), session_id),
+        (lambda: store.read_from(session_id, 7), session_id),
+        (store.list, None),
     ]
-    return [*readers, lambda: store.read_raw(session_id)] if raw else readers
+    return [*readers, (lambda: store.read_raw(session_id), session_id)] if raw else readers
 
 
 def check_jsonl_readers(compression: Compression, seed: Seed, data: bytes) -> None:
@@ -150,8 +156,8 @@ def check_jsonl_readers(compression: Compression, seed: Seed, data: bytes) -> No
         path.write_bytes(data)
         store = JsonlStore(root, compression=compression)
         try:
-            for read in read_only_readers(store, seed.session_id):
-                outcome(read, seed.session_id)
+            for read, named in read_only_readers(store, seed.session_id):
+                outcome(read, named)
                 assert path.read_bytes() == data, "a read-only reader changed the transcript"
             loaded = outcome(lambda: store.load(seed.session_id), seed.session_id)
         finally:

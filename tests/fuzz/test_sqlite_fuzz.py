@@ -96,8 +96,8 @@ def _check_damaged_database(damage: tuple[str, tuple[Any, ...]]) -> None:
         damaged = path.read_bytes()
         store = SqliteStore(path)
         try:
-            for read in read_only_readers(store, SESSION, raw=False):
-                outcome(read, SESSION)
+            for read, named in read_only_readers(store, SESSION, raw=False):
+                outcome(read, named)
                 assert path.read_bytes() == damaged, "a read-only reader changed the database"
         finally:
             store.close()
