@@ -23,11 +23,11 @@ TURNS = 40
 EXPECTED = workload_events(TURNS, seed=7)
 
 
-def _kill_at_random(url: str, session_id: str, rng: random.Random) -> int:
+def _kill_at_random(url: str, session_id: str, rng: random.Random, env: dict[str, str] | None = None) -> int:
     """Start a recorder, SIGKILL it after a random delay; return the highest acknowledged seq count."""
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.store.crash_worker", url, session_id, str(TURNS)],
-        stdout=subprocess.PIPE, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE, cwd=REPO, env=env or {**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert process.stdout is not None
     selector = selectors.DefaultSelector()

@@ -41,6 +41,7 @@ from agentlog.store.jsonl_paths import (
 )
 from agentlog.store.zstd_frames import (
     FrameScan,
+    FrameWalker,
     compress_frame,
     decode_frame,
     decode_torn_frame,
@@ -144,7 +145,7 @@ class _LineScanner:
         self.line_no = 1
         self.input_bytes = header_bytes
         self.committed = header_bytes
-        self.fragment = b""
+        self.fragment: list[bytes] = []  # pieces of a line spanning writes, joined once it ends
         self.fragment_where = header_bytes
         self.path = path
 
@@ -157,8 +158,9 @@ class _LineScanner:
         for part in parts:
             end = start + len(part) + 1
             if self.fragment:
-                line, where = self.fragment + part, self.fragment_where
-                self.fragment = b""
+                self.fragment.append(part)
+                line, where = b"".join(self.fragment), self.fragment_where
+                self.fragment = []
             else:
                 line, where = part, start if frame_start is None else frame_start
             self._consume(line, end, where)
@@ -166,7 +168,7 @@ class _LineScanner:
         if tail:
             if not self.fragment:
                 self.fragment_where = start if frame_start is None else frame_start
-            self.fragment += tail
+            self.fragment.append(tail)
 
     def _consume(self, line: bytes, end: int, where: int) -> None:
         self.line_no += 1
@@ -408,15 +410,17 @@ def read_header_prefix(chunks: Iterable[bytes], *, compressed: bool, path: str) 
     frame that is incomplete, or a first record that is not a session header. Raises for a
     header frame that fails its checksum or holds more than one line, and for format refusals.
     """
-    buffer = b""
+    buffer = bytearray()  # amortized appends: a 50 MB header line costs one pass, not one per chunk
+    walker = FrameWalker(0, path)
     for chunk in chunks:
+        searched = len(buffer)
         buffer += chunk
         if compressed:
-            frames = scan_zstd_frames(buffer, max_frames=1, path=path).frames
-            if not frames:
+            end = walker.end(buffer)
+            if end is None:
                 continue
             try:
-                line = decode_frame(buffer, frames[0], path=path)
+                line = decode_frame(bytes(buffer), (0, end), path=path)
             except SessionCorruptionError as exc:
                 raise SessionCorruptionError(
                     f"{_CORRUPT_ZSTD}: header frame failed validation ({exc.detail})",
@@ -427,9 +431,9 @@ def read_header_prefix(chunks: Iterable[bytes], *, compressed: bool, path: str) 
                     f"{_CORRUPT_ZSTD}: first frame is not exactly one header line", file=path, offset=0
                 )
         else:
-            newline = buffer.find(b"\n", len(buffer) - len(chunk))
+            newline = buffer.find(b"\n", searched)
             if newline < 0:
                 continue
-            line = buffer[:newline + 1]
+            line = bytes(buffer[:newline + 1])
         return try_parse_header_line(line, path=path)[0]
     return None

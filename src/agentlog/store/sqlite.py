@@ -297,7 +297,10 @@ class SqliteStore(Store):
 
     def _info(self, conn: sqlite3.Connection, session_id: str) -> SessionInfo | None:
         row = conn.execute(SELECT_SESSION, (session_id,)).fetchone()
-        return None if row is None else session_info(row)
+        try:
+            return None if row is None else session_info(row)
+        except AgentlogError as exc:  # a damaged session row: name the database it is in
+            raise exc.locate(file=self._file) from None
 
     def _prefix_rows(self, conn: sqlite3.Connection, info: SessionInfo) -> list[Segment]:
         """Rows of the parent prefixes a fork chain shares, oldest first: (start, limit, rows, writer id)."""
@@ -309,7 +312,7 @@ class SqliteStore(Store):
             row = conn.execute(SELECT_SESSION_BY_KEY, (base_key,)).fetchone()
             if row is None or base_key in seen:
                 raise SessionCorruptionError("fork parent reference is missing or circular",
-                                             session_id=info.header.id)
+                                             session_id=info.header.id, file=self._file)
             seen.add(base_key)
             parent = session_info(row)
             start = parent.start

@@ -20,6 +20,7 @@ __all__ = [
     "COMPRESSION_LEVEL",
     "ZSTD_MAGIC",
     "FrameScan",
+    "FrameWalker",
     "compress_frame",
     "decode_frame",
     "decode_torn_frame",
@@ -69,7 +70,7 @@ def scan_zstd_frames(
     offset = 0
     while offset < size:
         start = offset
-        end = _frame_end(data, start, path)
+        end = FrameWalker(start, path).end(data)
         if end is None:
             return FrameScan(frames, start)
         frames.append((start, end))
@@ -79,45 +80,69 @@ def scan_zstd_frames(
     return FrameScan(frames)
 
 
-def _frame_end(data: bytes, start: int, path: str | None) -> int | None:
-    """End offset of the frame at ``start``, or None when the data ends inside it."""
-    size = len(data)
-    if size - start < 4:
-        return None
-    if data[start:start + 4] != ZSTD_MAGIC:
-        raise _corrupt("invalid frame magic", start, path)
-    offset = start + 4
-    if offset == size:
-        return None
-    descriptor = data[offset]
-    if descriptor & 0x18:
-        raise _corrupt("reserved frame-header bit set", offset, path)
-    offset += 1
-    single_segment = bool(descriptor & 0x20)
-    content_size_flag = descriptor >> 6
-    dictionary_flag = descriptor & 0x03
-    content_size_bytes = (1 if single_segment else 0) if content_size_flag == 0 else 1 << content_size_flag
-    dictionary_bytes = 4 if dictionary_flag == 3 else dictionary_flag
-    offset += (0 if single_segment else 1) + dictionary_bytes + content_size_bytes
-    if offset > size:
-        return None
-    while True:
-        if size - offset < 3:
+class FrameWalker:
+    """Finds the end of the frame at ``start`` of a buffer that may still grow.
+
+    ``end`` resumes at the block where the previous call ran out of data, so feeding a buffer
+    chunk by chunk costs time linear in its length, not in the number of calls times its length.
+    """
+
+    __slots__ = ("_block", "_checksum", "_last", "_path", "_start")
+
+    def __init__(self, start: int = 0, path: str | None = None) -> None:
+        self._start = start
+        self._path = path
+        self._block: int | None = None  # offset of the next block header, once the frame header is read
+        self._checksum = False
+        self._last = False  # whether the block at ``_block`` ends the frame's blocks
+
+    def end(self, data: bytes | bytearray) -> int | None:
+        """The frame's end offset, or None while ``data`` ends inside it; raises for damage."""
+        size = len(data)
+        if self._block is None and not self._read_frame_header(data):
             return None
-        block_header = data[offset] | data[offset + 1] << 8 | data[offset + 2] << 16
-        block_type = (block_header >> 1) & 0x03
-        if block_type == 3:
-            raise _corrupt("reserved block type", offset, path)
-        offset += 3 + (1 if block_type == 1 else block_header >> 3)
+        offset = self._block
+        assert offset is not None
+        while not self._last:
+            if size - offset < 3:
+                return None
+            block_header = data[offset] | data[offset + 1] << 8 | data[offset + 2] << 16
+            block_type = (block_header >> 1) & 0x03
+            if block_type == 3:
+                raise _corrupt("reserved block type", offset, self._path)
+            block_end = offset + 3 + (1 if block_type == 1 else block_header >> 3)
+            if block_end > size:
+                return None
+            offset = self._block = block_end
+            self._last = bool(block_header & 1)
+        end = offset + 4 if self._checksum else offset
+        return end if end <= size else None
+
+    def _read_frame_header(self, data: bytes | bytearray) -> bool:
+        """Check magic and descriptor and find the first block; False while the header is incomplete."""
+        start, size = self._start, len(data)
+        if size - start < 4:
+            return False
+        if data[start:start + 4] != ZSTD_MAGIC:
+            raise _corrupt("invalid frame magic", start, self._path)
+        offset = start + 4
+        if offset == size:
+            return False
+        descriptor = data[offset]
+        if descriptor & 0x18:
+            raise _corrupt("reserved frame-header bit set", offset, self._path)
+        offset += 1
+        single_segment = bool(descriptor & 0x20)
+        content_size_flag = descriptor >> 6
+        dictionary_flag = descriptor & 0x03
+        content_size_bytes = int(single_segment) if content_size_flag == 0 else 1 << content_size_flag
+        dictionary_bytes = 4 if dictionary_flag == 3 else dictionary_flag
+        offset += (0 if single_segment else 1) + dictionary_bytes + content_size_bytes
         if offset > size:
-            return None
-        if block_header & 1:
-            break
-    if descriptor & 0x04:
-        offset += 4
-        if offset > size:
-            return None
-    return offset
+            return False
+        self._block = offset
+        self._checksum = bool(descriptor & 0x04)
+        return True
 
 
 def decode_frame(
