@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentlog.errors import InvalidEventError
 from agentlog.events import Event, Replace, make_event
 from agentlog.header import SessionHeader
 from agentlog.invariants import check_invariants
@@ -84,6 +85,15 @@ def test_open_turn_without_step_gets_only_an_interrupted_turn_end() -> None:
     assert (end.type, end.seq, end.time) == ("turn/end", 1, 100)
     assert thaw(end.data) == {"turn": 1, "reason": {"kind": "interrupted"}}
     assert end.surface_op is None and end.source_event_seqs is None
+
+
+@pytest.mark.parametrize("data", [{"uurn": 1}, {"turn": None}, {"turn": 0}, {"turn": "1"}, {"turn": 1.5}])
+def test_an_open_turn_without_a_turn_number_is_refused_not_closed_with_a_null_turn(data: Any) -> None:
+    """A closer naming no turn would be refused by the next load (found by the JSONL fuzzer)."""
+    events = [make_event("turn/start", 0, 100, freeze(data))]
+    with pytest.raises(InvalidEventError, match="no positive integer turn number") as info:
+        interrupted_turn_closers(events)
+    assert (info.value.seq, info.value.event_type, info.value.path) == (0, "turn/start", "data.turn")
 
 
 def test_open_step_is_closed_before_the_turn() -> None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from agentlog.errors import InvalidEventError
 from agentlog.events import (
     ASSISTANT_MESSAGE,
     STEP_END,
@@ -20,6 +21,7 @@ from agentlog.events import (
     TURN_END,
     TURN_START,
     Event,
+    is_safe_int,
     make_event,
 )
 from agentlog.jsonvalue import FrozenDict, freeze
@@ -96,6 +98,7 @@ class _Tail:
     turn_open: bool = False
     step_open: bool = False
     turn: Any = None
+    turn_seq: int = 0
     step: Any = None
     pending: dict[str, _PendingCall] = field(default_factory=dict)
 
@@ -104,6 +107,7 @@ class _Tail:
         kind, data = event.type, event.data
         if kind == TURN_START:
             self.turn_open, self.step_open, self.turn = True, False, _get(data, "turn")
+            self.turn_seq = event.seq
             self.pending.clear()
         elif kind == TURN_END:
             self.turn_open = self.step_open = False
@@ -131,7 +135,7 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[Event]:
     One error ``tool/result`` per unanswered call of the open step, then ``step/end`` if a
     step is open, then ``turn/end`` with reason ``interrupted``. Seqs continue the log and
     every closer reuses the last event's time, so repair is deterministic. ``events`` is
-    only read.
+    only read. An open turn without a turn number cannot be closed: ``InvalidEventError``.
     """
     tail = _Tail()
     for index in range(_last_turn_boundary(events), len(events)):
@@ -140,6 +144,12 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[Event]:
         return []
     last = events[-1]
     seq, time, turn = last.seq + 1, last.time, tail.turn
+    if not (is_safe_int(turn) and turn > 0):  # a closer naming no turn would be refused by the next load
+        raise InvalidEventError(
+            f"cannot close the interrupted turn: its turn/start at seq {tail.turn_seq} has no "
+            f"positive integer turn number (data.turn is {turn!r})",
+            seq=tail.turn_seq, event_type=TURN_START, path="data.turn",
+        )
     closers: list[Event] = []
     for call_id, call in tail.pending.items():
         closers.append(_synthetic_result(seq, time, turn, call_id, call))

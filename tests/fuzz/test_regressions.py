@@ -63,8 +63,6 @@ def test_a_dangling_sqlite_fork_reference_is_refused_naming_the_database_file(tm
         store.close()
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed yet: load accepts a turn/start without a turn number, "
-                   "then commits a turn/end with turn null that the next load refuses")
 def test_a_load_that_succeeds_never_commits_a_repair_the_next_load_refuses(tmp_path: Path) -> None:
     """Found by the raw JSONL fuzzer (a flipped byte in DSH's basic-T5 fixture, then a truncation)."""
     header = b'{"type":"session","version":0,"id":"fx-basic-t5","createdAt":1767225600000,' \

@@ -37,10 +37,12 @@ def validate_stored(session_id: str, stored: StoredLog) -> tuple[Session, list[E
                 refuse_unknown(cast(Event, event), session_id)
         upgraded = upgrade_legacy_chain(session_id, events, stored.writers)  # in memory only
         session = Session._unsealed(session_id, upgraded, stored.header)
+        closers = interrupted_turn_closers(session.events)
     except SessionFormatUnsupportedError:
         raise
-    except AgentlogError as exc:
+    except AgentlogError as exc:  # keep the inner location as fields, not only as text
         raise SessionCorruptionError(
-            f'stored session "{session_id}" failed validation: {exc}', session_id=session_id
+            f'stored session "{session_id}" failed validation: {exc}', session_id=session_id,
+            seq=exc.seq, event_type=exc.event_type, path=exc.path,
         ) from exc
-    return session, interrupted_turn_closers(session.events)
+    return session, closers
