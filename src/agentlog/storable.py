@@ -20,6 +20,7 @@ __all__ = [
     "PLAIN_STORED_TYPES",
     "RETIRED_TYPES",
     "check_appendable",
+    "check_turn_start",
     "refuse_retired",
     "refuse_unknown",
 ]
@@ -73,12 +74,18 @@ def check_appendable(event: Event, session_id: str, *, stored: bool) -> None:
                 "a store would refuse to load it", session_id=session_id, seq=event.seq,
             )
         check_current(session_id, event)
-        data = event.data
-        if event.type == TURN_START and not (isinstance(data, dict) and _is_turn(data.get("turn"))):
-            raise InvalidEventError(  # every turn/end (a repair's closer too) must name a positive turn
-                "turn/start data must be an object with a positive integer turn: no turn/end could close it",
-                session_id=session_id, seq=event.seq, path="data.turn",
-            )
+        check_turn_start(event, session_id)
+
+
+def check_turn_start(event: Event, session_id: str) -> None:
+    """A stored ``turn/start`` names a positive integer turn: every ``turn/end`` (a repair's
+    closer too) must name it, and a load refuses one that names none."""
+    data = event.data
+    if event.type == TURN_START and not (isinstance(data, dict) and _is_turn(data.get("turn"))):
+        raise InvalidEventError(
+            "turn/start data must be an object with a positive integer turn: no turn/end could close it",
+            session_id=session_id, seq=event.seq, event_type=TURN_START, path="data.turn",
+        )
 
 
 def _is_turn(value: object) -> bool:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentlog import AgentlogError, Replace
+from agentlog import AgentlogError, Event, InvalidEventError, Replace, Session, SessionHeader
+from agentlog.legacy import upgrade_legacy
 from agentlog.store.base import last_turn_is_open
 from tests.contract.conftest import StoreFactory
 from tests.strategies import Op, interleaved, json_values, session_ops, user_message
@@ -182,3 +183,57 @@ def test_a_store_session_refuses_what_its_load_would_refuse_or_rewrite(
     assert refused.value.session_id == "strict" and refused.value.seq == 0
     assert live.session.seq == 0
     live.close()
+
+
+def check_cold_round_trip(open_store: StoreFactory, ops: list[Op], sizes: list[int]) -> None:
+    """The same attempts through a plain Session (which checks less), then its events stored by
+    cold ``Store.append`` in batches: each batch is stored whole or refused with the log unchanged,
+    and loads back as stored (legacy shapes, which a cold append takes in, as load upgrades them)."""
+    session = Session.create("plain")
+    accepted: dict[int, Any] = {}
+    for index, op in enumerate(ops):
+        attempt(session, op, accepted, index)
+    wire = [event.to_wire() for event in session.events]
+    session_id = f"cold-{uuid.uuid4().hex[:12]}"
+    store = open_store()
+    store.create(SessionHeader(id=session_id))
+    stored = 0
+    for size in sizes:
+        batch = wire[stored: stored + size]
+        if not batch:
+            break
+        try:
+            store.append(session_id, batch)
+        except AgentlogError:
+            break  # the rest continues a refused batch: stop
+        stored += len(batch)
+    if not stored:
+        return
+    for reader in (store, open_store()):
+        loaded = [event.to_wire() for event in reader.load(session_id).events]
+        expected = upgrade_legacy(session_id, [Event.from_wire(event) for event in wire[:stored]])
+        assert loaded[:stored] == [cast(Event, event).to_wire() for event in expected]  # legacy: upgraded
+
+
+@FAST
+@given(ops=append_attempts(), sizes=st.lists(st.integers(1, 4), min_size=1, max_size=12))
+def test_every_batch_a_cold_append_accepts_loads_back_unchanged(
+    open_store: StoreFactory, ops: list[Op], sizes: list[int]
+) -> None:
+    check_cold_round_trip(open_store, ops, sizes)
+
+
+def test_a_cold_append_refuses_what_a_load_would_refuse_and_leaves_the_log_unchanged(
+    open_store: StoreFactory,
+) -> None:
+    store = open_store()
+    store.create(SessionHeader(id="cold"))
+    store.append("cold", [{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}])
+    bad = {"type": "user/message", "seq": 1, "time": 1, "surfaceOp": "append",
+           "data": {"id": "m", "role": "user", "source": {"kind": "user"}, "content": "hi"}}
+    with pytest.raises(InvalidEventError, match="message has invalid content") as refused:
+        store.append("cold", [bad])
+    assert (refused.value.session_id, refused.value.seq) == ("cold", 1)
+    for reader in (store, open_store()):
+        assert [event.type for event in reader.inspect("cold").events][:1] == ["turn/start"]
+        assert len(reader.read_from("cold", 0).events) == 1

@@ -22,6 +22,7 @@ from agentlog.jsonvalue import thaw
 from agentlog.store.base import Store
 from agentlog.store.records import Inspection
 from tests.contract.conftest import StoreFactory
+from tests.contract.logs import plant
 from tests.legacy_logs import (
     MALFORMED_LEGACY,
     STEERING_MESSAGE_ID,
@@ -34,6 +35,13 @@ from tests.legacy_logs import (
 def put(store: Store, session_id: str, log: list[dict[str, Any]]) -> None:
     store.create(SessionHeader(id=session_id, created_at=1000, cwd="/w"))
     store.append(session_id, log)
+
+
+def put_foreign(store: Store, session_id: str, log: list[dict[str, Any]]) -> None:
+    """A log agentlog's own append refuses (a load would): as another writer left it."""
+    with pytest.raises(InvalidEventError):
+        put(store, session_id, log)
+    plant(store, SessionHeader(id=session_id, created_at=1000, cwd="/w"), log)
 
 
 def message_ids(view: Inspection) -> list[str]:
@@ -151,7 +159,8 @@ def test_unknown_current_turn_end_reason_passes_through(open_store: StoreFactory
 
 def test_wrong_message_role_is_refused_on_inspect_and_load(open_store: StoreFactory) -> None:
     sid = "invalid-message-read"
-    put(open_store(), sid, [{"type": "user/message", "seq": 0, "time": 1, "surfaceOp": "append", "data": {
+    put_foreign(open_store(), sid, [{"type": "user/message", "seq": 0, "time": 1, "surfaceOp": "append",
+                                     "data": {
         "id": "wrong-role", "role": "assistant", "content": [{"type": "text", "text": "wrong"}],
         "source": {"kind": "user"}}}])
     store = open_store()
@@ -164,7 +173,7 @@ def test_wrong_message_role_is_refused_on_inspect_and_load(open_store: StoreFact
 def test_malformed_legacy_shape_is_refused_on_inspect_load_and_read_from(
     open_store: StoreFactory, name: str, wire: dict[str, Any], fragment: str,
 ) -> None:
-    put(open_store(), name, [wire])
+    put_foreign(open_store(), name, [wire])
     store = open_store()
     for read in (store.inspect, store.load):
         with pytest.raises(SessionCorruptionError, match=fragment) as info:
@@ -184,7 +193,7 @@ def test_message_event_without_an_identified_message_is_refused(
     open_store: StoreFactory, kind: str, data: Any,
 ) -> None:
     sid = f"invalid-{kind.replace('/', '-')}"
-    put(open_store(), sid, [{"type": kind, "seq": 0, "time": 1, "surfaceOp": "append", "data": data}])
+    put_foreign(open_store(), sid, [{"type": kind, "seq": 0, "time": 1, "surfaceOp": "append", "data": data}])
     store = open_store()
     with pytest.raises(SessionCorruptionError, match="lacks an identified message"):
         store.inspect(sid)

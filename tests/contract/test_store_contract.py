@@ -27,7 +27,7 @@ from agentlog.jsonvalue import thaw
 from agentlog.store.base import Store
 from agentlog.store.records import StoredLog
 from tests.contract.conftest import StoreFactory
-from tests.contract.logs import LogBuilder, wire
+from tests.contract.logs import LogBuilder, plant, wire
 
 HEADER = SessionHeader(id="s1", created_at=1000, cwd="/work/project")
 
@@ -409,9 +409,13 @@ def test_unknown_type_is_refused_unless_ignorable(open_store: StoreFactory) -> N
     store.create(HEADER)
     store.append("s1", log.events[:1])
     assert [e.type for e in open_store().load("s1").events] == ["future/thing"]
-    open_store().append("s1", log.events[1:])
-    with pytest.raises(SessionFormatUnsupportedError, match="future/other"):
-        open_store().load("s1")
+    with pytest.raises(SessionFormatUnsupportedError, match="future/other"):  # a load would refuse it
+        open_store().append("s1", log.events[1:])
+    assert [e.type for e in open_store().load("s1").events] == ["future/thing"]  # unchanged
+    other = SessionHeader(id="s2", created_at=1000, cwd="/work/project")
+    plant(open_store(), other, [{**event, "seq": seq} for seq, event in enumerate(log.events)])
+    with pytest.raises(SessionFormatUnsupportedError, match="future/other"):  # as a newer writer left it
+        open_store().load("s2")
 
 
 def test_flush_right_after_appends_persists_all(open_store: StoreFactory) -> None:

@@ -29,19 +29,14 @@ from agentlog.errors import (
     SessionNotFoundError,
     UsageError,
 )
-from agentlog.events import (
-    TURN_END,
-    TURN_START,
-    Event,
-    is_safe_int,
-)
+from agentlog.events import TURN_END, TURN_START, Event, is_safe_int
 from agentlog.header import SessionHeader
 from agentlog.legacy import needs_prefix, upgrade_legacy_chain
 from agentlog.packed import LogEntry, resolve_entries
 from agentlog.session import EventsView, Session
 from agentlog.storable import refuse_retired
 from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, StoredLog, WriterLock
-from agentlog.store.validate import validate_stored
+from agentlog.store.validate import validate_appended, validate_stored
 
 if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession
@@ -84,6 +79,8 @@ class Store(ABC):
         self._live: dict[str, LiveSession] = {}
         self._prepared: OrderedDict[str, tuple[StoredLog, Session, list[Event]]] = OrderedDict()
         self._fork_sources: OrderedDict[str, tuple[str, Session, int]] = OrderedDict()
+        self._appending: OrderedDict[str, Session] = OrderedDict()
+        """Validated logs that cold appends continue (LRU), so each batch is checked alone."""
         """Validated prefixes that cold forks read: (revision, source, length), like ``_prepared``."""
         self._closed = False
 
@@ -187,13 +184,18 @@ class Store(ABC):
             if session_id in self._live:
                 raise UsageError("cannot append directly while the session is live", session_id=session_id)
             with self._writer_locked(session_id, "append"):  # never between a live writer's batches
-                state = self._states.get(session_id) or self._adopt(session_id)
+                state, base = self._append_base(session_id)
+                if batch[0].seq == state.cursor:  # else _write refuses it as a concurrent write
+                    base = validate_appended(session_id, base, batch)
                 try:
                     self._write(state, batch)
                 except ConcurrentWriterError:
+                    with self._guard:
+                        self._appending.pop(session_id, None)
                     if state.materialized:  # our cursor may be stale: re-read the log next time
                         self._states.pop(session_id, None)
                     raise
+                self._remember(self._appending, session_id, base)
 
     def _write(self, state: _State, batch: Sequence[Event]) -> None:
         """Append ``batch`` at ``state.cursor``; the cursor moves only after a durable write."""
@@ -206,10 +208,18 @@ class Store(ABC):
         state.materialized = True
         state.cursor += len(batch)
 
-    def _adopt(self, session_id: str) -> _State:
-        """Take over a cold stored session for appending (writer lock held): load, commit its repair."""
-        self._load_committed(session_id)
-        return self._states[session_id]
+    def _append_base(self, session_id: str) -> tuple[_State, Session]:
+        """The state and validated log a cold append continues (writer lock held); a stored log
+        is loaded first, committing its repair, unless the last append here left it validated."""
+        state = self._states.get(session_id)
+        with self._guard:
+            base = self._appending.get(session_id)
+        if state is not None and base is not None and base.seq == state.cursor:
+            return state, base
+        if state is None or state.materialized:
+            base = self._load_committed(session_id)
+            return self._states[session_id], base
+        return state, Session._unsealed(session_id, [], state.header)  # created, nothing stored yet
 
     @contextmanager
     def _writer_locked(self, session_id: str, action: str) -> Iterator[None]:
@@ -497,6 +507,7 @@ class Store(ABC):
                 with self._guard:  # release what was read of it
                     self._prepared.pop(session_id, None)
                     self._fork_sources.pop(session_id, None)
+                    self._appending.pop(session_id, None)
 
     def close(self) -> None:
         """Drain and close every live session, then release the backend (idempotent)."""

@@ -6,6 +6,7 @@ legacy shapes in memory, restore the session (unsealed), compute an interrupted 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 
 from agentlog.errors import (
@@ -15,13 +16,13 @@ from agentlog.errors import (
     SessionFormatUnsupportedError,
 )
 from agentlog.events import Event
-from agentlog.legacy import upgrade_legacy_chain
+from agentlog.legacy import upgrade_legacy, upgrade_legacy_chain
 from agentlog.repair import interrupted_turn_closers
 from agentlog.session import Session
-from agentlog.storable import PLAIN_STORED_TYPES, refuse_retired, refuse_unknown
+from agentlog.storable import PLAIN_STORED_TYPES, check_turn_start, refuse_retired, refuse_unknown
 from agentlog.store.records import StoredLog
 
-__all__ = ["validate_stored"]
+__all__ = ["validate_appended", "validate_stored"]
 
 
 def validate_stored(session_id: str, stored: StoredLog) -> tuple[Session, list[Event]]:
@@ -46,3 +47,26 @@ def validate_stored(session_id: str, stored: StoredLog) -> tuple[Session, list[E
             seq=exc.seq, event_type=exc.event_type, path=exc.path,
         ) from exc
     return session, closers
+
+
+def validate_appended(session_id: str, base: Session, batch: Sequence[Event]) -> Session:
+    """``base`` (a validated log) continued by ``batch``, checked as a load of both would check it.
+
+    A cold ``append`` must never store what ``load`` refuses (DESIGN §8); ``base`` is not changed.
+    """
+    try:
+        for event in batch:
+            refuse_unknown(event, session_id)
+        upgraded = upgrade_legacy(session_id, [*base._log, *batch])[len(base._log):]  # as load will
+        for entry in upgraded:
+            check_turn_start(cast(Event, entry), session_id)
+        candidate = Session._fork_of(base, base.seq, base.header, seal=False)
+        candidate._load_seed(upgraded)
+    except SessionFormatUnsupportedError:
+        raise
+    except AgentlogError as exc:
+        raise InvalidEventError(
+            f"append refused: a load of the session would refuse it: {exc.detail}", session_id=session_id,
+            seq=exc.seq, event_type=exc.event_type, path=exc.path,
+        ) from exc
+    return candidate
