@@ -75,13 +75,11 @@ def _handler(provider: Provider) -> type[BaseHTTPRequestHandler]:
             for key, value in reply.headers.items():
                 self.send_header(key, value)
             self.send_header("content-length", str(len(reply.body)))
-            if reply.cut is not None:
-                self.send_header("connection", "close")
+            self.send_header("connection", "close")  # no keep-alive: a dropped client leaks no socket
             self.end_headers()
             self.wfile.write(reply.body if reply.cut is None else reply.body[: reply.cut])
             self.wfile.flush()
-            if reply.cut is not None:
-                self.close_connection = True
+            self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

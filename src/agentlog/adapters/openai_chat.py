@@ -10,15 +10,23 @@ and retries it in the same step when the compactor recovered from a context over
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any, Final
 
-from agentlog.adapters.common import tool_calls
+from agentlog.adapters.common import (
+    CONTEXT_OVERFLOW_CODE,
+    StepRecording,
+    arelay,
+    connection_failure,
+    is_context_overflow,
+    relay,
+    status_failure,
+    tool_calls,
+)
 from agentlog.adapters.openai_messages import ReasoningReplay, chat_header, chat_tools, to_chat_messages
-from agentlog.compaction.summarizers import _CONTEXT_HINT, _STATUS_CODES, _retry_after_ms, _usage
-from agentlog.errors import AgentlogError, MissingExtraError
+from agentlog.compaction.summarizers import _usage
+from agentlog.errors import MissingExtraError
 from agentlog.jsonvalue import FrozenDict, frozen_dict
 from agentlog.recorder import Step, llm_failure
 from agentlog.session import Session
@@ -47,9 +55,6 @@ __all__ = [
     "tool_calls",
 ]
 
-CONTEXT_OVERFLOW_CODE: Final = "CONTEXT_WINDOW_EXCEEDED"
-"""The LlmFailure code of a context-length error (the compactor's overflow trigger)."""
-
 CONTENT_FILTER_CODE: Final = "CONTENT_FILTER"
 """The failure code of the ``finish`` chunk logged for ``finish_reason: content_filter``."""
 _FINISH: Final = {
@@ -75,27 +80,14 @@ def chat_failure(exc: BaseException) -> FrozenDict:
     if isinstance(exc, openai.APIStatusError):
         error = exc.body if isinstance(exc.body, Mapping) else {}
         raw = error.get("message")
-        message = raw if isinstance(raw, str) else str(exc)
-        status = exc.status_code
-        code = _STATUS_CODES.get(status, "SERVER_ERROR" if status >= 500 else "HTTP_ERROR")
-        if status in (400, 413, 422) and (exc.code in _CONTEXT_CODES or _CONTEXT_HINT.search(message)):
-            code = CONTEXT_OVERFLOW_CODE
-        parts: dict[str, Any] = {"message": message, "code": code, "status": status}
-        retry = _retry_after_ms(exc.response.headers)
-        if retry is not None:
-            parts["providerRetryAfterMs"] = retry
-        if exc.request_id:
-            parts["requestId"] = exc.request_id
-        return frozen_dict(parts)
-    if isinstance(exc, openai.APITimeoutError):
-        return frozen_dict({"message": str(exc), "code": "TIMEOUT"})
+        return status_failure(exc.status_code, raw if isinstance(raw, str) else str(exc),
+                              overflow=exc.code in _CONTEXT_CODES, headers=exc.response.headers,
+                              request_id=exc.request_id)
     if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__
-        detail = f"{exc}: {type(cause).__name__}: {cause}" if cause is not None else str(exc)
-        return frozen_dict({"message": detail, "code": "CONNECTION_ERROR"})
+        return connection_failure(exc, timeout=isinstance(exc, openai.APITimeoutError))
     if isinstance(exc, openai.APIError):  # an ``error`` event inside the stream
-        code = CONTEXT_OVERFLOW_CODE if (exc.code in _CONTEXT_CODES or _CONTEXT_HINT.search(exc.message)) \
-            else "PROVIDER_ERROR"
+        overflow = exc.code in _CONTEXT_CODES or is_context_overflow(exc.message)
+        code = CONTEXT_OVERFLOW_CODE if overflow else "PROVIDER_ERROR"
         return frozen_dict({"message": exc.message, "code": code})
     return llm_failure(exc)
 
@@ -114,17 +106,15 @@ def chat_error(exc: BaseException) -> BaseException:
 # -- recording -----------------------------------------------------------------------------------
 
 
-class _ChatStream:
+class _ChatStream(StepRecording):
     """The mapping of one completion's chunks onto a step (choice 0 only)."""
 
-    __slots__ = ("_ids", "_step")
-
-    def __init__(self, step: Step) -> None:
-        self._step = step
+    def __init__(self, step: Step, provider: str | None, model: str | None) -> None:
+        super().__init__(step, provider, model)
         self._ids: dict[int, str] = {}  # tool-call index -> call id
 
     def feed(self, chunk: ChatCompletionChunk) -> None:
-        step = self._step
+        step = self.step
         for choice in chunk.choices:
             if choice.index != 0:
                 continue
@@ -155,28 +145,18 @@ class _ChatStream:
             known = self._ids[index] = call_id or f"call_{uuid.uuid4().hex}"  # (Ollama reuses indexes)
         elif not args and not name:
             return  # an empty delta adds nothing
-        self._step.tool_call_delta(known, name or None, args)
+        self.step.tool_call_delta(known, name or None, args)
 
     def finish(self, reason: str) -> None:
         mapped = _FINISH.get(reason)
         if mapped is None:
             mapped = frozen_dict({"kind": "stop", "providerReason": reason})
-        self._step.chunk(frozen_dict({"type": "finish", "reason": mapped}))
+        self.step.chunk(frozen_dict({"type": "finish", "reason": mapped}))
 
     def usage(self, raw: Any) -> None:
         usage = _usage(raw.model_dump() if hasattr(raw, "model_dump") else dict(raw))
         if usage is not None and "inputTokens" in usage and "outputTokens" in usage:
-            self._step.chunk(frozen_dict({"type": "usage", "usage": frozen_dict(usage)}))
-
-    def done(self, provider: str | None, model: str | None) -> None:
-        self._step.assistant(provider=provider, model=model)
-
-    def stopped_early(self, provider: str | None, model: str | None) -> None:
-        """The caller stopped reading: keep the streamed prefix as an interrupted message."""
-        step = self._step
-        if step.message is None and step.turn.is_open:
-            with contextlib.suppress(AgentlogError):  # the step closed before the generator was finalized
-                step.assistant(provider=provider, model=model, interrupted=True)
+            self.step.chunk(frozen_dict({"type": "usage", "usage": frozen_dict(usage)}))
 
 
 def record_chat_stream(step: Step, stream: Iterable[ChatCompletionChunk], *, provider: str | None = None,
@@ -188,42 +168,14 @@ def record_chat_stream(step: Step, stream: Iterable[ChatCompletionChunk], *, pro
     early keeps the streamed prefix as an interrupted message. Ask for usage with
     ``stream_options={"include_usage": True}``.
     """
-    recording = _ChatStream(step)
-    try:
-        for chunk in stream:
-            recording.feed(chunk)
-            yield chunk
-    except GeneratorExit:
-        recording.stopped_early(provider, model)
-        close = getattr(stream, "close", None)
-        if callable(close):
-            close()
-        raise
-    except openai.OpenAIError as exc:
-        chat_error(exc)
-        raise
-    recording.done(provider, model)
+    return relay(_ChatStream(step, provider, model), stream, chat_error, openai.OpenAIError)
 
 
-async def arecord_chat_stream(step: Step, stream: AsyncIterable[ChatCompletionChunk], *,
-                              provider: str | None = None,
-                              model: str | None = None) -> AsyncIterator[ChatCompletionChunk]:
+def arecord_chat_stream(step: Step, stream: AsyncIterable[ChatCompletionChunk], *,
+                        provider: str | None = None,
+                        model: str | None = None) -> AsyncIterator[ChatCompletionChunk]:
     """``record_chat_stream`` for ``AsyncOpenAI`` streams (``async for``)."""
-    recording = _ChatStream(step)
-    try:
-        async for chunk in stream:
-            recording.feed(chunk)
-            yield chunk
-    except GeneratorExit:
-        recording.stopped_early(provider, model)
-        close = getattr(stream, "close", None)
-        if callable(close):
-            await close()
-        raise
-    except openai.OpenAIError as exc:
-        chat_error(exc)
-        raise
-    recording.done(provider, model)
+    return arelay(_ChatStream(step, provider, model), stream, chat_error, openai.OpenAIError)
 
 
 def record_chat_completion(step: Step, completion: ChatCompletion, *, provider: str | None = None,
