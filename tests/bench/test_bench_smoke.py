@@ -89,6 +89,14 @@ def test_store_suite_reports_every_figure_for_each_backend(report: dict[str, Any
     assert report["backends"] == list(BACKENDS)
 
 
+def test_adapters_suite_reports_recording_beside_each_sdks_parse(report: dict[str, Any]) -> None:
+    assert report["suites"]["adapters"]["errors"] == []
+    for sdk in ("openai", "anthropic"):
+        assert {f"{sdk}.sdk_us_per_chunk", f"{sdk}.record_us_per_chunk"} <= ids(report, "adapters")
+        recorded = figure(report, "adapters", f"{sdk}.record_us_per_chunk")
+        assert recorded["ratio_target"] == {"op": "<=", "limit": 1.0} and recorded["ratio"] > 0
+
+
 def test_every_figure_is_a_measured_number_with_one_run(report: dict[str, Any]) -> None:
     for suite in report["suites"].values():
         for item in suite["figures"]:
