@@ -39,6 +39,7 @@ from agentlog.packed import LogEntry
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.filelock import lock_session_file
 from agentlog.store.fs import FileSystem, io_error
+from agentlog.store.jsonl_ends import TranscriptEnds
 from agentlog.store.jsonl_forks import JsonlForks, Transcript, is_shared, public_header
 from agentlog.store.jsonl_format import (
     TRANSCRIPT_RAW,
@@ -113,8 +114,7 @@ class JsonlStore(JsonlForks):
         self._paths: dict[str, Path] = {}
         self._cache: OrderedDict[str, Transcript] = OrderedDict()
         self._cache_guard = threading.Lock()
-        self._ends: dict[str, tuple[int, int]] = {}
-        """Per session, (next seq, byte size) where the transcript ended when last read or written."""
+        self._ends = TranscriptEnds()
         self._preflight_done = False
         self._preflight_error: StoreError | None = None
 
@@ -308,13 +308,8 @@ class JsonlStore(JsonlForks):
         with self._cache_guard:
             self._cache.pop(session_id, None)
 
-    def _saw_end(self, session_id: str, next_seq: int, size: int | None) -> None:
-        """Remember where the transcript ended when this store last read or wrote it (None: unknown)."""
-        with self._cache_guard:
-            if size is None:
-                self._ends.pop(session_id, None)
-            else:
-                self._ends[session_id] = (next_seq, size)
+    def _saw_end(self, session_id: str, next_seq: int, size: int | None, *, read: bool = False) -> None:
+        self._ends.saw(session_id, next_seq, size, read=read)
 
     def _stored_exists(self, session_id: str) -> bool:
         return self._find(session_id) is not None
@@ -333,7 +328,7 @@ class JsonlStore(JsonlForks):
             writers = chain_writers(shared, first_stored_seq(transcript.stored_header), session_id)
             events = [*prefix, *events]
         if not transcript.partial:
-            self._saw_end(session_id, len(events), transcript.size)
+            self._saw_end(session_id, len(events), transcript.size, read=True)
         torn = transcript.torn
         return StoredLog(public_header(transcript.stored_header), events, transcript.revision, torn,
                          list(torn.recovered) if torn is not None else [], writers,
@@ -512,17 +507,13 @@ class JsonlStore(JsonlForks):
             with contextlib.suppress(OSError):
                 fs.close(fd)
             io_error(f"cannot stat for append: {exc}", exc, session_id=session_id, file=str(path))
-        with self._cache_guard:
-            known = self._ends.get(session_id)
-        if seqs is not None and known is not None and known != (seqs[0], size):
-            with contextlib.suppress(OSError):
-                fs.close(fd)
-            raise ConcurrentWriterError(
-                f"append seq mismatch: this store expected the transcript to end at seq {known[0]} "
-                f"(byte {known[1]}) but it holds {size} bytes and the batch starts at seq {seqs[0]}: "
-                "another writer appended since this store last read it",
-                session_id=session_id, seq=seqs[0], file=str(path), offset=size,
-            )
+        if seqs is not None:
+            try:
+                self._ends.check(session_id, seqs[0], size, str(path))
+            except ConcurrentWriterError:
+                with contextlib.suppress(OSError):
+                    fs.close(fd)
+                raise
         try:
             fs.write(fd, data)
             fs.fsync(fd)
@@ -565,9 +556,8 @@ class JsonlStore(JsonlForks):
             except OSError as exc:
                 io_error(f"could not truncate torn tail: {exc}", exc, session_id=header.id,
                           file=str(path), offset=torn.truncate_to)
-            with self._cache_guard:
-                known = self._ends.get(header.id)
-            self._saw_end(header.id, known[0] if known else 0, torn.truncate_to if known else None)
+            known = self._ends.seq_at(header.id)
+            self._saw_end(header.id, known or 0, torn.truncate_to if known is not None else None)
         if events:
             self._append_bytes(header.id, self._encode(events), (events[0].seq, events[-1].seq + 1))
 
