@@ -56,6 +56,15 @@ class FileSystem:
         with open(path, "rb") as handle:
             return handle.read()
 
+    def write_new(self, path: str, data: bytes) -> None:
+        """Create ``path`` (it must not exist, mode 0600) holding ``data``, fsynced: a file to publish."""
+        fd = self.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            self.write(fd, data)
+            self.fsync(fd)
+        finally:
+            self.close(fd)
+
     def fsync_dir(self, path: str) -> None:
         """fsync a directory so a new entry in it survives a crash."""
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))

@@ -466,12 +466,7 @@ class JsonlStore(JsonlForks):
                                      file=str(final))
         temp = f"{final}.{uuid.uuid4().hex[:12]}.tmp"
         try:
-            fd = fs.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                fs.write(fd, content)
-                fs.fsync(fd)
-            finally:
-                fs.close(fd)
+            fs.write_new(temp, content)
             try:
                 fs.link(temp, str(final))
             except FileExistsError:

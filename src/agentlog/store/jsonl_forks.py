@@ -346,12 +346,7 @@ class JsonlForks(Store):
         fs = self._fs
         temp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
         try:
-            fd = fs.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                fs.write(fd, content)
-                fs.fsync(fd)
-            finally:
-                fs.close(fd)
+            fs.write_new(temp, content)
             fs.replace(temp, str(path))
             fs.fsync_dir(str(path.parent))
         except OSError as exc:

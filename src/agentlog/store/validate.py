@@ -16,7 +16,7 @@ from agentlog.errors import (
     SessionFormatUnsupportedError,
 )
 from agentlog.events import Event
-from agentlog.legacy import upgrade_legacy, upgrade_legacy_chain
+from agentlog.legacy import needs_prefix, upgrade_legacy, upgrade_legacy_chain
 from agentlog.repair import interrupted_turn_closers
 from agentlog.session import Session
 from agentlog.storable import PLAIN_STORED_TYPES, check_turn_start, refuse_retired, refuse_unknown
@@ -57,7 +57,10 @@ def validate_appended(session_id: str, base: Session, batch: Sequence[Event]) ->
     try:
         for event in batch:
             refuse_unknown(event, session_id)
-        upgraded = upgrade_legacy(session_id, [*base._log, *batch])[len(base._log):]  # as load will
+        if needs_prefix(batch):  # a legacy replacement names what it replaces: upgrade in context
+            upgraded = upgrade_legacy(session_id, [*base._log, *batch])[len(base._log):]
+        else:  # as load will, without copying the log
+            upgraded = upgrade_legacy(session_id, list(batch))
         for entry in upgraded:
             check_turn_start(cast(Event, entry), session_id)
         candidate = Session._fork_of(base, base.seq, base.header, seal=False)
