@@ -60,12 +60,12 @@ def _handled(command: F) -> F:
         except AgentlogError as exc:
             if state is not None and state.debug:
                 raise
-            errors.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, soft_wrap=True)
+            errors.print(f"[red]error:[/red] {_safe(str(exc))}", markup=True, soft_wrap=True)
             sys.exit(1)
         except (OSError, RuntimeError, ValueError) as exc:
             if state is not None and state.debug:
                 raise
-            errors.print(f"[red]error:[/red] {type(exc).__name__}: {escape(str(exc))}", markup=True,
+            errors.print(f"[red]error:[/red] {type(exc).__name__}: {_safe(str(exc))}", markup=True,
                          soft_wrap=True)
             sys.exit(1)
 
@@ -94,7 +94,7 @@ def demo(state: _State) -> None:
     """
     from agentlog.demo import run_demo
 
-    console.print(f"[bold]agentlog demo[/bold] - store: {escape(state.store_url)}", markup=True)
+    console.print(f"[bold]agentlog demo[/bold] - store: {_safe(state.store_url)}", markup=True)
     report = run_demo(state.store_url, log=lambda line: console.print(f"  • {line}"))
     console.print()
     table = Table(title="synthetic events written by crash recovery", title_justify="left")
@@ -150,9 +150,10 @@ def list_sessions(state: _State, as_json: bool) -> None:
         for column in ("id", "created", "cwd", "parent"):
             table.add_column(column, overflow="fold")  # ids are copied from here: never elide them
         for header in headers:
-            table.add_row(header.id, _iso(header.created_at), header.cwd or "", header.parent_session or "")
+            table.add_row(_visible(header.id), _iso(header.created_at), _visible(header.cwd or ""),
+                          _visible(header.parent_session or ""))
         for bad in listing.unreadable:
-            table.add_row(bad.session_id or "?", "unreadable", f"error: {bad.error}", "")
+            table.add_row(_visible(bad.session_id or "?"), "unreadable", _visible(f"error: {bad.error}"), "")
         console.print(table)
     if listing.unreadable:
         count = len(listing.unreadable)
@@ -225,12 +226,12 @@ def verify(state: _State, session_id: str) -> None:
               f"{len(session.derive_messages())} model messages")
     recovery = inspection.recovery
     if recovery is None:
-        console.print(f"[green]ok[/green] {escape(session_id)}: {counts}", markup=True)
+        console.print(f"[green]ok[/green] {_safe(session_id)}: {counts}", markup=True)
         return
-    console.print(f"[yellow]recovered[/yellow] {escape(session_id)}: readable; "
+    console.print(f"[yellow]recovered[/yellow] {_safe(session_id)}: readable; "
                   "loading it commits the repair below", markup=True)
     for line in _recovery_lines(recovery, where):
-        console.print(f"  {line}")
+        console.print(f"  {_visible(line)}")
     console.print(f"  with the repair: {counts}")
     sys.exit(2)
 
@@ -274,15 +275,15 @@ def inspect(state: _State, session_id: str, as_json: bool, from_seq: int) -> Non
         return
     header = inspection.header
     lineage = f"  parent {header.parent_session}@{header.seed_length}" if header.parent_session else ""
-    console.print(f"[bold]{escape(header.id)}[/bold]  created {_iso(header.created_at)}  "
-                  f"cwd {escape(header.cwd or '-')}{escape(lineage)}", markup=True)
+    console.print(f"[bold]{_safe(header.id)}[/bold]  created {_iso(header.created_at)}  "
+                  f"cwd {_safe(header.cwd or '-')}{_safe(lineage)}", markup=True)
     table = Table()
     for column in ("seq", "type", "surface", "summary"):
         table.add_column(column)
     for event in events:
         op = event.surface_op
         surface = "" if op is None else ("append" if op == "append" else f"replace {op.start}..{op.end}")
-        table.add_row(str(event.seq), event.type, surface, _displayed(session_id, event))
+        table.add_row(str(event.seq), _visible(event.type), surface, _visible(_displayed(session_id, event)))
     console.print(table)
 
 
@@ -298,10 +299,10 @@ def fork(state: _State, session_id: str, boundary: int | None, child_id: str | N
     with state.store() as store, store.fork(session_id, boundary, child_id) as child:
         header = child.session.header
         where = store.locate(header)
-    console.print(f"forked {header.id} from {session_id}: "
+    console.print(f"forked {_visible(header.id)} from {_visible(session_id)}: "
                   f"{header.seed_length} events shared (up to seq {(header.seed_length or 0) - 1})")
     if where is not None:
-        console.print(f"file: {where}")
+        console.print(f"file: {_visible(str(where))}")
 
 
 @cli.command()
@@ -312,7 +313,7 @@ def materialize(state: _State, session_id: str) -> None:
     """Give a fork its own full copy of its parent's prefix (a no-op for any other session)."""
     with state.store() as store:
         store.materialize(session_id)
-    console.print(f"{session_id} holds its whole log")
+    console.print(f"{_visible(session_id)} holds its whole log")
 
 
 @cli.command()
@@ -326,7 +327,25 @@ def delete(state: _State, session_id: str, yes: bool) -> None:
         click.confirm(f"delete session {session_id!r} and its whole log?", abort=True)
     with state.store() as store:
         store.delete(session_id)
-    console.print(f"deleted {session_id}")
+    console.print(f"deleted {_visible(session_id)}")
+
+
+_INVISIBLE = {
+    code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    for code in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0),
+                 0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+}
+"""Terminal controls (C0 but tab and newline, DEL, C1) and bidirectional controls, shown escaped."""
+
+
+def _visible(text: str) -> str:
+    """``text`` with every control a terminal or a bidi algorithm would act on shown as an escape."""
+    return text.translate(_INVISIBLE)
+
+
+def _safe(text: str) -> str:
+    """``_visible`` text, escaped for rich markup."""
+    return escape(_visible(text))
 
 
 def _iso(ms: int) -> str:
@@ -415,8 +434,8 @@ def _print_message(message: Any) -> None:
     if source.get("kind") == "tool":
         label = "tool"
     colour = {"user": "cyan", "assistant": "green", "tool": "yellow"}.get(label, "white")
-    text = escape(_clip(_text_of(message.get("content")), 400))
-    console.print(f"[bold {colour}]{escape(str(label))}[/bold {colour}] {text}", markup=True)
+    text = _safe(_clip(_text_of(message.get("content")), 400))
+    console.print(f"[bold {colour}]{_safe(str(label))}[/bold {colour}] {text}", markup=True)
 
 
 def main() -> None:
