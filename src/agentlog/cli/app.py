@@ -1,0 +1,76 @@
+"""The ``agentlog`` command group and what every command shares: the store option and error handling.
+
+Errors from the library become a one-line message and exit status 1 (2 for usage errors);
+a raw traceback is shown only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from agentlog import __version__
+from agentlog.cli.render import errors, safe
+from agentlog.errors import AgentlogError
+from agentlog.store.base import Store
+from agentlog.store.urls import default_store_url, open_store
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class State:
+    """Options shared by every command."""
+
+    def __init__(self, store_url: str, debug: bool) -> None:
+        self.store_url = store_url
+        self.debug = debug
+
+    def store(self, *, create: bool = True) -> Store:
+        """The store; read-only commands pass ``create=False`` so that they never create or change it."""
+        return open_store(self.store_url, create=create)
+
+
+def handled(command: F) -> F:
+    """Turn library errors into one clear line and a non-zero exit status."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        state = click.get_current_context().find_object(State)
+        try:
+            return command(*args, **kwargs)
+        except (click.ClickException, click.Abort):
+            raise  # click reports these itself (usage errors, a declined confirmation)
+        except BrokenPipeError:  # the reader went away (`agentlog list | head -1`): stop quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(1)
+        except AgentlogError as exc:
+            if state is not None and state.debug:
+                raise
+            errors.print(f"[red]error:[/red] {safe(str(exc))}", markup=True, soft_wrap=True)
+            sys.exit(1)
+        except (OSError, RuntimeError, ValueError) as exc:
+            if state is not None and state.debug:
+                raise
+            errors.print(f"[red]error:[/red] {type(exc).__name__}: {safe(str(exc))}", markup=True,
+                         soft_wrap=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="agentlog")
+@click.option("--store", "store_url", envvar="AGENTLOG_STORE", default=None, metavar="URL",
+              help="Store URL: jsonl:///dir (default: under the user data dir), sqlite:///file.db, "
+                   "postgresql://user@host/db, memory:. Also $AGENTLOG_STORE.")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.pass_context
+def cli(ctx: click.Context, store_url: str | None, debug: bool) -> None:
+    """Crash-safe, event-sourced sessions for LLM agents."""
+    ctx.obj = State(store_url or default_store_url(), debug)

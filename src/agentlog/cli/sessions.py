@@ -1,0 +1,186 @@
+"""Commands that read stored sessions: ``list``, ``show``, ``verify``, ``inspect``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import orjson
+from rich.table import Table
+
+from agentlog.cli.app import State, handled
+from agentlog.cli.render import (
+    console,
+    displayed,
+    errors,
+    indented,
+    iso,
+    print_message,
+    safe,
+    summary,
+    visible,
+)
+from agentlog.store.records import Recovery
+
+
+@click.command(name="list")
+@click.option("--json", "as_json", is_flag=True,
+              help='One JSON header per line; an unreadable session is {"id", "where", "error"}.')
+@click.pass_obj
+@handled
+def list_sessions(state: State, as_json: bool) -> None:
+    """List the sessions in the store (reads headers only).
+
+    A session that cannot be read is listed on its own row with its error, after the others;
+    the exit status is then 1.
+    """
+    with state.store(create=False) as store:
+        listing = store.listing()
+    headers = sorted((snapshot.header for snapshot in listing.snapshots),
+                     key=lambda header: (header.created_at, header.id))
+    if as_json:
+        for header in headers:
+            sys.stdout.write(orjson.dumps(header.to_wire()).decode() + "\n")
+        for bad in listing.unreadable:
+            row = {"id": bad.session_id, "where": bad.where, "error": str(bad.error)}
+            sys.stdout.write(orjson.dumps(row).decode() + "\n")
+    else:
+        table = Table()
+        for column in ("id", "created", "cwd", "parent"):
+            table.add_column(column, overflow="fold")  # ids are copied from here: never elide them
+        for header in headers:
+            table.add_row(visible(header.id), iso(header.created_at), visible(header.cwd or ""),
+                          visible(header.parent_session or ""))
+        for bad in listing.unreadable:
+            table.add_row(visible(bad.session_id or "?"), "unreadable", visible(f"error: {bad.error}"), "")
+        console.print(table)
+    if listing.unreadable:
+        count = len(listing.unreadable)
+        errors.print(f"error: {count} session{'s' if count > 1 else ''} could not be read (listed above)")
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True, help="The transcript as a JSON array of messages.")
+@click.pass_obj
+@handled
+def show(state: State, session_id: str, as_json: bool) -> None:
+    """Print the human transcript of a session (what the user saw, compaction aside)."""
+    from agentlog.messages import transcript
+
+    with state.store(create=False) as store:
+        inspection = store.inspect(session_id)
+    messages = transcript(inspection.events)
+    if as_json:
+        sys.stdout.write(indented(messages) + "\n")
+        return
+    for message in messages:
+        print_message(message)
+
+
+class _VerifyUsageError(click.UsageError):
+    exit_code = 64  # EX_USAGE
+
+
+class _VerifyCommand(click.Command):
+    """``verify`` reserves exit status 2 for "recovered": its usage errors exit 64 (EX_USAGE)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise _VerifyUsageError(exc.format_message(), exc.ctx) from None
+
+
+@click.command(cls=_VerifyCommand)
+@click.argument("session_id")
+@click.pass_obj
+@handled
+def verify(state: State, session_id: str) -> None:
+    """Validate a session fully (restore rules + turn/step/tool invariants) without writing.
+
+    Reports a torn tail it ignored (bytes and offset in a file) and the interrupted turn that
+    loading would close, with its synthetic events.
+
+    \b
+    Exit status:
+      0  intact: every stored event is valid and no turn is left open
+      1  invalid: corrupt, fails validation or the invariants, or not found
+      2  readable but recovered: a torn tail is ignored and/or an interrupted
+         turn would be closed (load/open commits that repair)
+      64 usage error
+
+    A turn that another process is still recording looks interrupted here too.
+    """
+    from agentlog.invariants import check_invariants
+    from agentlog.session import Session
+
+    with state.store(create=False) as store:
+        inspection = store.inspect(session_id)
+        where = store.locate(inspection.header)
+    session = Session.restore(session_id, inspection.events, inspection.header)
+    check_invariants(list(inspection.events))
+    counts = (f"{len(inspection.events)} events, {len(session.surface.nodes)} surface nodes, "
+              f"{len(session.derive_messages())} model messages")
+    recovery = inspection.recovery
+    if recovery is None:
+        console.print(f"[green]ok[/green] {safe(session_id)}: {counts}", markup=True)
+        return
+    console.print(f"[yellow]recovered[/yellow] {safe(session_id)}: readable; "
+                  "loading it commits the repair below", markup=True)
+    for line in _recovery_lines(recovery, where):
+        console.print(f"  {visible(line)}")
+    console.print(f"  with the repair: {counts}")
+    sys.exit(2)
+
+
+def _recovery_lines(recovery: Recovery, where: str | None) -> list[str]:
+    """What ``verify`` says about a recovery: intact prefix, torn tail, salvaged and synthetic events."""
+    span = f" (seq 0..{recovery.intact - 1})" if recovery.intact else ""
+    lines = [f"intact: {recovery.intact} events{span}"]
+    first_lost = recovery.intact + len(recovery.recovered)
+    if recovery.torn and recovery.torn_bytes is not None:
+        lines.append(f"torn tail: {recovery.torn_bytes} bytes ignored after byte {recovery.torn_offset}"
+                     + (f" of {where}" if where else ""))
+    elif recovery.torn:
+        lines.append(f"torn tail: the stored rows from seq {first_lost} on are ignored")
+    if recovery.recovered:
+        lines.append(f"recovered from the torn tail: {len(recovery.recovered)} complete events "
+                     f"(seq {recovery.intact}..{first_lost - 1}), re-written by the repair")
+    if recovery.closers:
+        lines.append(f"interrupted turn {recovery.turn} would be closed by "
+                     f"{len(recovery.closers)} synthetic events:")
+        lines.extend(f"  seq {event.seq} {event.type}  {summary(event)}".rstrip()
+                     for event in recovery.closers)
+    return lines
+
+
+@click.command()
+@click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True, help="Every event as one compact JSON line.")
+@click.option("--from", "from_seq", type=int, default=0, help="Start at this seq.")
+@click.pass_obj
+@handled
+def inspect(state: State, session_id: str, as_json: bool, from_seq: int) -> None:
+    """List a session's events (never writes, even for a crashed session)."""
+    with state.store(create=False) as store:
+        inspection = store.inspect(session_id)
+    events = [event for event in inspection.events if event.seq >= from_seq]
+    if as_json:
+        out = sys.stdout
+        for event in events:
+            out.write(event.to_json().decode() + "\n")
+        return
+    header = inspection.header
+    lineage = f"  parent {header.parent_session}@{header.seed_length}" if header.parent_session else ""
+    console.print(f"[bold]{safe(header.id)}[/bold]  created {iso(header.created_at)}  "
+                  f"cwd {safe(header.cwd or '-')}{safe(lineage)}", markup=True)
+    table = Table()
+    for column in ("seq", "type", "surface", "summary"):
+        table.add_column(column)
+    for event in events:
+        op = event.surface_op
+        surface = "" if op is None else ("append" if op == "append" else f"replace {op.start}..{op.end}")
+        table.add_row(str(event.seq), visible(event.type), surface, visible(displayed(session_id, event)))
+    console.print(table)
