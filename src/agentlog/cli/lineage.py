@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from agentlog.cli.app import State, handled
-from agentlog.cli.render import console, visible
+from agentlog.cli.render import console, print_json, visible
+
+JSON_HELP = "Print the outcome as one JSON object (shapes in the README)."
 
 
 @click.command()
@@ -13,39 +15,53 @@ from agentlog.cli.render import console, visible
 @click.option("--at", "boundary", type=int, default=None, metavar="SEQ",
               help="Last seq of the shared prefix (default: the last event); must not be inside a turn.")
 @click.option("--child", "child_id", default=None, metavar="ID", help="The child's id (default: generated).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.pass_obj
 @handled
-def fork(state: State, session_id: str, boundary: int | None, child_id: str | None) -> None:
+def fork(state: State, session_id: str, boundary: int | None, child_id: str | None, as_json: bool) -> None:
     """Start a child session from a stable prefix of SESSION_ID (the parent is not changed)."""
     with state.store() as store, store.fork(session_id, boundary, child_id) as child:
         header = child.session.header
         where = store.locate(header)
+    length = header.seed_length or 0
+    if as_json:
+        print_json({"id": header.id, "parent": session_id, "seedLength": length, "boundary": length - 1,
+                    "file": where})
+        return
     console.print(f"forked {visible(header.id)} from {visible(session_id)}: "
-                  f"{header.seed_length} events shared (up to seq {(header.seed_length or 0) - 1})")
+                  f"{length} events shared (up to seq {length - 1})")
     if where is not None:
         console.print(f"file: {visible(str(where))}")
 
 
 @click.command()
 @click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.pass_obj
 @handled
-def materialize(state: State, session_id: str) -> None:
+def materialize(state: State, session_id: str, as_json: bool) -> None:
     """Give a fork its own full copy of its parent's prefix (a no-op for any other session)."""
     with state.store() as store:
         store.materialize(session_id)
+    if as_json:
+        print_json({"id": session_id, "materialized": True})
+        return
     console.print(f"{visible(session_id)} holds its whole log")
 
 
 @click.command()
 @click.argument("session_id")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.pass_obj
 @handled
-def delete(state: State, session_id: str, yes: bool) -> None:
+def delete(state: State, session_id: str, yes: bool, as_json: bool) -> None:
     """Remove a stored session for good (refused while forks share its prefix or it is open)."""
     if not yes:
-        click.confirm(f"delete session {session_id!r} and its whole log?", abort=True)
+        click.confirm(f"delete session {visible(repr(session_id))} and its whole log?", abort=True)
     with state.store() as store:
         store.delete(session_id)
+    if as_json:
+        print_json({"id": session_id, "deleted": True})
+        return
     console.print(f"deleted {visible(session_id)}")
