@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+import agentlog.cli.main  # noqa: F401 - registers the commands on the group
 from agentlog import Recorder, SessionHeader, open_store
-from agentlog.cli.main import cli
+from agentlog.cli.app import cli
 
 BACKENDS = ("jsonl-zstd", "jsonl-raw", "sqlite", "postgres")
 REPO = Path(__file__).resolve().parents[2]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from agentlog.cli.app import State, handled
+from agentlog.cli.app import State, handled, json_option
 from agentlog.cli.render import console, print_json, visible
-
-JSON_HELP = "Print the outcome as one JSON object (shapes in the README)."
+from agentlog.errors import ForkError
+from agentlog.fork import OPEN_TURN, check_fork_boundary
 
 
 @click.command()
@@ -15,14 +15,21 @@ JSON_HELP = "Print the outcome as one JSON object (shapes in the README)."
 @click.option("--at", "boundary", type=int, default=None, metavar="SEQ",
               help="Last seq of the shared prefix (default: the last event); must not be inside a turn.")
 @click.option("--child", "child_id", default=None, metavar="ID", help="The child's id (default: generated).")
-@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@json_option
 @click.pass_obj
 @handled
 def fork(state: State, session_id: str, boundary: int | None, child_id: str | None, as_json: bool) -> None:
     """Start a child session from a stable prefix of SESSION_ID (the parent is not changed)."""
-    with state.store() as store, store.fork(session_id, boundary, child_id) as child:
-        header = child.session.header
-        where = store.locate(header)
+    with state.store() as store:
+        try:
+            live = store.fork(session_id, boundary, child_id)
+        except ForkError as exc:
+            if exc.code == OPEN_TURN and boundary is not None:  # the store read only the prefix:
+                check_fork_boundary(store.read_from(session_id, 0).events, boundary, session_id)
+            raise  # ... the whole log names the turn's end as a boundary too
+        with live:
+            header = live.session.header
+            where = store.locate(header)
     length = header.seed_length or 0
     if as_json:
         print_json({"id": header.id, "parent": session_id, "seedLength": length, "boundary": length - 1,
@@ -36,7 +43,7 @@ def fork(state: State, session_id: str, boundary: int | None, child_id: str | No
 
 @click.command()
 @click.argument("session_id")
-@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@json_option
 @click.pass_obj
 @handled
 def materialize(state: State, session_id: str, as_json: bool) -> None:
@@ -52,7 +59,7 @@ def materialize(state: State, session_id: str, as_json: bool) -> None:
 @click.command()
 @click.argument("session_id")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@json_option
 @click.pass_obj
 @handled
 def delete(state: State, session_id: str, yes: bool, as_json: bool) -> None:

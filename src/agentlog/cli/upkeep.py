@@ -6,19 +6,17 @@ import sys
 
 import click
 
-from agentlog.cli.app import State, handled
+from agentlog.cli.app import State, handled, json_option
 from agentlog.cli.render import columns, console, errors, print_json, progress, visible
 from agentlog.cli.sessions import recovery_json, recovery_lines
 from agentlog.compaction.summary import Summarizer
 from agentlog.errors import UsageError
 
-JSON_HELP = "Print the outcome as one JSON object (shapes in the README)."
-
 
 @click.command()
 @click.argument("session_id")
 @click.option("--dry-run", is_flag=True, help="Show the repair and write nothing.")
-@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@json_option
 @click.pass_obj
 @handled
 def repair(state: State, session_id: str, dry_run: bool, as_json: bool) -> None:
@@ -55,7 +53,7 @@ def repair(state: State, session_id: str, dry_run: bool, as_json: bool) -> None:
 @click.option("--model", default=None, metavar="MODEL", help="The model to ask (required with --llm).")
 @click.option("--api-key-env", default=None, metavar="NAME",
               help="Environment variable holding the API key (default: OPENAI_API_KEY).")
-@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@json_option
 @click.pass_obj
 @handled
 def compact(state: State, session_id: str, llm_url: str | None, model: str | None, api_key_env: str | None,
@@ -108,7 +106,7 @@ def _summarizer(llm_url: str | None, model: str | None, api_key_env: str | None)
 @click.option("--older-than", "age", required=True, metavar="AGE",
               help="Idle for longer than this: a number and s, m, h, d or w (e.g. 30d).")
 @click.option("--dry-run", is_flag=True, help="List what would be removed and remove nothing.")
-@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@json_option
 @click.pass_obj
 @handled
 def gc(state: State, age: str, dry_run: bool, as_json: bool) -> None:
@@ -139,7 +137,7 @@ def gc(state: State, age: str, dry_run: bool, as_json: bool) -> None:
 
 
 @click.command(name="check-upgrade")
-@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@json_option
 @click.pass_obj
 @handled
 def check_upgrade(state: State, as_json: bool) -> None:
