@@ -61,10 +61,12 @@ def test_compact_in_a_real_process_and_a_session_with_nothing_to_compact(store_u
     with open_store(store_url) as store, store.start(SessionHeader(id="empty")) as live, \
             Recorder(live).turn() as turn:
         turn.user_message("one message: the newest unit, never compacted")
+    before = _types(store_url, "empty")
     nothing = invoke(store_url, "compact", "empty", "--json")
     assert nothing.exit_code == 0, nothing.output
     assert json.loads(nothing.stdout) == {"id": "empty", "compacted": False, "compaction": None}
     assert "nothing to compact" in invoke(store_url, "compact", "empty").stdout
+    assert _types(store_url, "empty") == before  # nothing to do: the session is not even opened
 
 
 def test_compact_with_an_openai_compatible_endpoint(tmp_path: object, provider: Provider) -> None:

@@ -64,14 +64,19 @@ def compact(state: State, session_id: str, llm_url: str | None, model: str | Non
     the whole log stays. A session with an interrupted turn needs agentlog repair first.
     """
     from agentlog.compaction.engine import Compactor
+    from agentlog.session import Session
 
     summarizer = _summarizer(llm_url, model, api_key_env)
+    compactor = Compactor(summarizer)
     with state.store() as store:
-        if store.inspect(session_id).recovery is not None:
+        stored = store.inspect(session_id)
+        if stored.recovery is not None:
             raise UsageError("the session has a torn tail or an interrupted turn: run "
                              f"agentlog repair {session_id} first", session_id=session_id)
-        with store.open(session_id) as live:
-            result = Compactor(summarizer).compact_now(live)
+        result = None
+        if compactor.select_range(Session.restore(session_id, stored.events, stored.header), 0) is not None:
+            with store.open(session_id) as live:  # opening writes: only when there is work to do
+                result = compactor.compact_now(live)
     if as_json:
         print_json({"id": session_id, "compacted": result is not None,
                     "compaction": None if result is None else {
