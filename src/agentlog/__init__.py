@@ -36,7 +36,9 @@ from agentlog.errors import (
     WriteFailedError,
 )
 from agentlog.events import KNOWN_EVENT_TYPES, SURFACE_TYPES, Event, Replace, SurfaceOp
+from agentlog.follow import follow
 from agentlog.fork import fork
+from agentlog.gc import Collected, collect_garbage
 from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.invariants import InvariantChecker, check_invariants
 from agentlog.jsonvalue import FrozenDict, freeze, is_json_value, thaw
@@ -44,7 +46,9 @@ from agentlog.messages import Message, derive_event_message, transcript
 from agentlog.recorder import Recorder, Step, Turn
 from agentlog.repair import interrupted_turn_closers
 from agentlog.request_header import canonical_header, fold_request_header, header_equals
+from agentlog.search import Hit, SearchResult, search_store
 from agentlog.session import EventsView, Session
+from agentlog.stats import SessionStats, StoreStats, store_stats
 from agentlog.store.base import Store
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.memory import MemoryStore
@@ -61,6 +65,7 @@ from agentlog.surface import (
     is_replacement_surface_event,
     is_surface_event,
 )
+from agentlog.upgrade import UpgradeCheck, check_upgrade
 
 __version__ = "0.1.0"
 
@@ -87,6 +92,7 @@ __all__ = [
     "KNOWN_EVENT_TYPES",
     "SURFACE_TYPES",
     "AgentlogError",
+    "Collected",
     "CompactionConfig",
     "CompactionConfigError",
     "CompactionError",
@@ -100,6 +106,7 @@ __all__ = [
     "FidelityReport",
     "ForkError",
     "FrozenDict",
+    "Hit",
     "Inspection",
     "InvalidEventError",
     "InvalidHeaderError",
@@ -119,6 +126,7 @@ __all__ = [
     "Recovery",
     "Replace",
     "Replacement",
+    "SearchResult",
     "Session",
     "SessionCorruptionError",
     "SessionExistsError",
@@ -126,11 +134,13 @@ __all__ = [
     "SessionHeader",
     "SessionLockedError",
     "SessionNotFoundError",
+    "SessionStats",
     "Snapshot",
     "SqliteStore",
     "Step",
     "Store",
     "StoreError",
+    "StoreStats",
     "Summarizer",
     "SummarizerError",
     "SummaryRequest",
@@ -144,15 +154,19 @@ __all__ = [
     "ToolResultPruner",
     "Turn",
     "Unreadable",
+    "UpgradeCheck",
     "UsageError",
     "WriteFailedError",
     "__version__",
     "canonical_header",
     "check_invariants",
+    "check_upgrade",
+    "collect_garbage",
     "compaction_fidelity",
     "derive_event_message",
     "fold_request_header",
     "fold_surface",
+    "follow",
     "fork",
     "freeze",
     "header_equals",
@@ -162,6 +176,8 @@ __all__ = [
     "is_replacement_surface_event",
     "is_surface_event",
     "open_store",
+    "search_store",
+    "store_stats",
     "thaw",
     "transcript",
 ]

@@ -70,3 +70,23 @@ def test_repair_is_refused_while_another_process_writes_the_session(store_url: s
         assert invoke(store_url, "inspect", "busy", "--json").stdout == before  # nothing written
     finally:
         holder.communicate("\n", timeout=60)
+
+
+def test_repair_truncates_a_torn_tail_and_names_its_bytes(tmp_path: object) -> None:
+    url = f"jsonl://{tmp_path}/store?compression=none"
+    record(url, "torn")
+    with open_store(url) as store:
+        path = store.locate(store.read_from("torn", 0).header)
+    assert path is not None
+    intact = os.path.getsize(path)
+    with open(path, "ab") as transcript:
+        transcript.write(b'{"type": "user/mess')  # a write cut short by a crash
+    dry = invoke(url, "repair", "torn", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert f"torn tail: 19 bytes ignored after byte {intact}" in dry.stdout
+    assert os.path.getsize(path) == intact + 19
+    done = run(url, "repair", "torn", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["recovery"]["tornBytes"] == 19
+    assert os.path.getsize(path) == intact
+    assert invoke(url, "verify", "torn").exit_code == 0
