@@ -21,7 +21,16 @@ from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, SQLiteSession
 from agents.memory import Session as SdkSession
 from agents.memory import SessionSettings
 
-from agentlog import InvalidEventError, Recorder, SqliteStore, UsageError, check_invariants, thaw, transcript
+from agentlog import (
+    InvalidEventError,
+    Recorder,
+    SessionLockedError,
+    SqliteStore,
+    UsageError,
+    check_invariants,
+    thaw,
+    transcript,
+)
 from agentlog.adapters.openai_agents import EDIT_PROVIDER, AgentlogSession
 from agentlog.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT
 from tests.adapters.server import Provider, json_reply, sse
@@ -207,6 +216,18 @@ def test_bad_items_are_refused_and_leave_the_log_unchanged(tmp_path: Path) -> No
     assert session.live.session.seq == before
     assert run(session.get_items()) == CONVERSATION[:1]
     session.close()
+
+
+def test_a_second_writer_on_the_same_session_is_refused_until_the_first_closes(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'a.db'}"
+    first = AgentlogSession("shared", url)
+    with pytest.raises(SessionLockedError, match="open for writing by process"):
+        AgentlogSession("shared", url)
+    run(first.add_items(CONVERSATION[:1]))
+    first.close()
+    second = AgentlogSession("shared", url)
+    assert run(second.get_items()) == CONVERSATION[:1]
+    second.close()
 
 
 def test_a_turn_left_open_by_another_writer_is_refused(tmp_path: Path) -> None:
