@@ -230,6 +230,20 @@ def test_a_second_writer_on_the_same_session_is_refused_until_the_first_closes(t
     second.close()
 
 
+def test_a_closed_session_refuses_every_operation(tmp_path: Path) -> None:
+    session = AgentlogSession("closed", f"sqlite://{tmp_path / 'a.db'}")
+    run(session.add_items(CONVERSATION[:1]))
+    session.close()
+    session.close()
+    for operation in (session.add_items(CONVERSATION[1:2]), session.get_items(), session.pop_item(),
+                      session.clear_session()):
+        with pytest.raises(UsageError, match="'closed' is closed"):
+            run(operation)
+    reopened = AgentlogSession("closed", f"sqlite://{tmp_path / 'a.db'}")
+    assert run(reopened.get_items()) == CONVERSATION[:1]
+    reopened.close()
+
+
 def test_a_turn_left_open_by_another_writer_is_refused(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "a.db")
     live = store.start("open")

@@ -8,14 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentlog import InvalidEventError, Session, check_invariants, thaw
+from agentlog import InvalidEventError, Recorder, Session, check_invariants, thaw
+from agentlog.adapters.common import tool_calls
 from agentlog.adapters.responses_events import responses_events
 from agentlog.adapters.responses_items import (
     OPAQUE,
+    REPLAY_KEY,
     item_side,
     join_item,
     messages_to_items,
     split_item,
+    split_items,
     to_responses_input,
 )
 from agentlog.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE
@@ -190,7 +193,25 @@ def test_a_message_rewritten_after_logging_is_rebuilt_from_its_blocks() -> None:
     ("not a list", "must be a list"),
     ([{"role": "user", "content": "ok"}, 3], "item 1 is not an object"),
     ([{"role": "user", "content": float("nan")}], "item 0 is not plain JSON"),
+    ([{"role": "user", "content": "ok"}, {"role": "user", "content": "\udc00"}], "item 1 is not plain JSON"),
 ])
 def test_bad_items_are_refused_naming_the_item(items: Any, detail: str) -> None:
     with pytest.raises(InvalidEventError, match=detail):
         responses_events(items)
+
+
+def test_a_result_the_app_logged_for_a_custom_tool_call_goes_back_as_its_output_type() -> None:
+    call = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_p", "name": "apply_patch",
+            "input": "*** Begin Patch"}
+    session = Session.create("custom")
+    with Recorder(session).turn() as turn, turn.step() as step:
+        step.user_message("patch it")
+        blocks, shells = split_items([call])
+        step.assistant(provider="openai", model="gpt-5", content=blocks, replay_state={REPLAY_KEY: shells})
+        (block,) = tool_calls(step)
+        step.tool_call(block["id"], block["name"], block["arguments"])
+        step.tool_result(block["id"], "patched")
+    assert to_responses_input(session) == [
+        {"role": "user", "content": "patch it"}, call,
+        {"type": "custom_tool_call_output", "call_id": "call_p", "output": "patched"}]
+    assert messages_to_items(session.derive_messages())[-1]["type"] == "function_call_output"  # as logged

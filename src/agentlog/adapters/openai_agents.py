@@ -70,6 +70,7 @@ class AgentlogSession:
         self.durable = durable
         self._provider, self._model = provider, model
         self._lock = threading.Lock()
+        self._closed = False
         self._owned_store: Store | None = None
         if isinstance(store, LiveSession):
             if store.id != session_id:
@@ -96,8 +97,14 @@ class AgentlogSession:
         return self._live
 
     def close(self) -> None:
-        """Flush and release what this object opened (the live session, the store of a URL)."""
+        """Flush and release what this object opened (the live session, the store of a URL); idempotent.
+
+        Every later operation is refused (``UsageError``) rather than accepted and never written.
+        """
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             try:
                 if self._owns_live:
                     self._live.close()
@@ -105,11 +112,15 @@ class AgentlogSession:
                 if self._owned_store is not None:
                     self._owned_store.close()
 
-    async def _run(self, work: Callable[[Session], T]) -> T:
+    async def _run(self, work: Callable[[Session], T], *, write: bool = True) -> T:
+        """``work`` on the session in a worker thread, one operation at a time; writes flushed."""
         def locked() -> T:
             with self._lock:
+                if self._closed:
+                    raise UsageError(f"AgentlogSession {self.session_id!r} is closed",
+                                     session_id=self.session_id)
                 result = work(self._live.session)
-                if self.durable:
+                if write and self.durable:
                     self._live.flush()
                 return result
 
@@ -121,15 +132,11 @@ class AgentlogSession:
         """The history as the items added (latest ``limit`` of them, oldest first)."""
         resolved = resolve_session_limit(limit, self.session_settings)
 
-        def read() -> list[Any]:
-            with self._lock:
-                items = [item for message in self._live.session.derive_messages()
-                         for item in items_of_message(message)]
-            if resolved is None or resolved < 0:
-                return items
-            return items[-resolved:] if resolved else []
-
-        return await asyncio.to_thread(read)
+        items = await self._run(lambda session: [item for message in session.derive_messages()
+                                                 for item in items_of_message(message)], write=False)
+        if resolved is None or resolved < 0:
+            return items
+        return items[-resolved:] if resolved else []
 
     async def add_items(self, items: list[Any]) -> None:
         """Log ``items`` as closed turns; a refused batch (not JSON objects) leaves the log unchanged."""

@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any, Final
 
-from agentlog.adapters.common import CONTEXT_OVERFLOW_CODE, StepRecording, arelay, is_context_overflow, relay
+from agentlog.adapters.common import (
+    CONTEXT_OVERFLOW_CODE,
+    StepRecording,
+    arelay,
+    is_context_overflow,
+    relay,
+    tool_calls,
+)
 from agentlog.adapters.openai_chat import CONTENT_FILTER_CODE, chat_error
 from agentlog.adapters.responses_items import (
     REPLAY_KEY,
@@ -48,6 +55,7 @@ __all__ = [
     "responses_stream",
     "responses_tools",
     "to_responses_input",
+    "tool_calls",
 ]
 
 _CONTEXT_CODES: Final = frozenset({"context_length_exceeded", "string_above_max_length"})

@@ -26,7 +26,7 @@ from agentlog.events import (
     USER_MESSAGE,
 )
 from agentlog.header import now_ms
-from agentlog.jsonvalue import is_json_value
+from agentlog.jsonvalue import freeze
 
 __all__ = ["ItemEvents", "responses_events"]
 
@@ -135,8 +135,7 @@ def _checked(items: Sequence[Any]) -> list[Any]:
         if not isinstance(item, Mapping):
             raise InvalidEventError(f"Responses item {index} is not an object: {type(item).__name__}",
                                     path=f"items[{index}]")
-        if not is_json_value(item):
-            raise InvalidEventError(f"Responses item {index} is not plain JSON", path=f"items[{index}]")
+        freeze(item, root=f"items[{index}]", what=f"Responses item {index} is not plain JSON")
     return list(items)
 
 
@@ -148,7 +147,10 @@ def responses_events(items: Sequence[Any], *, seq: int = 0, turn: int = 1, time:
 
     ``calls`` names tool calls logged before (call id -> (name, arguments)) for outputs whose
     call is not among ``items``; ``provider``/``model`` go in the assistant messages' source
-    (items do not say which model produced them). Refuses a non-object item, naming its index.
+    (items do not say which model produced them). No item is dropped: those agentlog has no
+    block for are kept whole (see ``agentlog.adapters.responses_items``); what the events cannot
+    carry is the items' timing (one ``time`` for all) and the model of each response. Refuses a
+    non-object or non-JSON item, naming its index.
     """
     builder = ItemEvents(seq=seq, turn=turn, time=now_ms() if time is None else time, provider=provider,
                          model=model, new_id=new_id or (lambda: str(uuid.uuid4())), calls=calls)

@@ -344,9 +344,8 @@ def messages_to_items(messages: Sequence[Mapping[str, Any]], *, answer_calls: bo
             side = item_side(item)
             if side == "result":
                 call_id = item["call_id"]
-                if call_id in pending:
-                    del pending[call_id]
-                    out.append(item)
+                if call_id in pending:  # a result the app logged is a function_call_output: fix its type
+                    out.append({**item, "type": pending.pop(call_id)})
                     continue
                 answer()
                 text = _text_of(split_item(item)[0][0]["content"])
@@ -379,7 +378,10 @@ def responses_tools(session: Session) -> list[dict[str, Any]]:
 
 
 def responses_request(session: Session) -> dict[str, Any]:
-    """``input`` plus ``instructions`` (the header's system prompt) and ``tools`` when present."""
+    """``input`` plus ``instructions`` (the header's system prompt) and ``tools`` when present.
+
+    ``input`` is the whole history: do not combine it with ``previous_response_id``.
+    """
     body: dict[str, Any] = {"input": to_responses_input(session)}
     header = session.request_header()
     system = header.get("system") if header is not None else None
