@@ -20,23 +20,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import openai
 
-from agentlog import (
-    AgentlogError,
-    Compactor,
-    ExtractiveSummarizer,
-    LiveSession,
-    Recorder,
-    SessionHeader,
-    Store,
-    open_store,
-)
-from agentlog.agent.loop import ChatAgent
+from agentlog import AgentlogError, Compactor, ExtractiveSummarizer, Recorder, open_store
+from agentlog.agent.loop import ChatAgent, open_session, read_prompts, session_model
 from agentlog.agent.tools import FileTools
 from agentlog.cli.render import visible  # model output may carry terminal escapes: show them, never run them
 
@@ -57,71 +46,40 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def open_session(store: Store, resume: str | None, root: Path) -> LiveSession:
-    """A new session, or a stored one reopened for writing: ``open`` commits crash repair first."""
-    if resume:
-        return store.open(resume)  # an interrupted turn is closed with synthetic tool results
-    return store.start(SessionHeader(id=str(uuid.uuid4()), cwd=str(root)))
-
-
-def session_model(live: LiveSession) -> str | None:
-    """The model of the session's latest request header (what a resumed session was talking to)."""
-    header = live.session.request_header()
-    config = header.get("config") if header is not None else None
-    model = config.get("model") if isinstance(config, dict) else None
-    return model if isinstance(model, str) else None
-
-
-def read_prompts(prompts: list[str]) -> Iterator[str]:
-    """The prompts given on the command line, else one per line of stdin (blank lines skipped)."""
-    if prompts:
-        yield from prompts
-        return
-    while True:
-        try:
-            line = input("> " if sys.stdin.isatty() else "")
-        except EOFError:
-            return
-        if line.strip():
-            yield line
-
-
 def say(text: str) -> None:
+    """Stream the answer to the terminal as it arrives."""
     print(visible(text), end="", flush=True)
+
+
+def report(error: openai.OpenAIError) -> None:
+    """A failed turn (rate limit, server error, dropped stream): it is in the log, ended ``error``."""
+    print(f"\nerror: {visible(str(error))}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    status = 0
     try:
-        tools = FileTools(args.root)
+        tools = FileTools(args.root)  # read_file and list_dir, confined to --root
         store = open_store(args.store)
-        with open_session(store, args.resume, tools.root) as live:
+        with open_session(store, args.resume, cwd=str(tools.root)) as live:  # --resume: crash repair first
             model = args.model or session_model(live)
             if model is None:
                 raise SystemExit("error: --model is needed (the session has no model yet)")
             sid = visible(live.id)
             print(f"session {sid} (continue it with --resume {sid})", file=sys.stderr)
             client = openai.OpenAI(base_url=args.base_url, api_key=args.api_key or "none")
-            # Compaction: before each step when the context passes 80 % of the window (the offline
-            # extractive summarizer), and when the provider says the request did not fit.
+            # Compaction: before each step once the context passes 80 % of the window (offline
+            # extractive summarizer), and inside the step when the provider says it did not fit.
             compactor = Compactor(ExtractiveSummarizer(), context_window=args.context_window)
             recorder = Recorder(live, compactor=compactor)  # checkpoints before each request and tool
             agent = ChatAgent(client, recorder, model=model, tools=tools, on_text=say)
-            for prompt in read_prompts(args.prompts):
-                try:
-                    agent.run_turn(prompt)
-                except openai.OpenAIError as exc:  # logged: the turn ended with reason error
-                    print(f"\nerror: {visible(str(exc))}", file=sys.stderr)
-                    status = 1
-                    continue
-                print()
+            failed = agent.chat(read_prompts(args.prompts), on_error=report)  # prompts: args, else stdin
     except AgentlogError as exc:
         print(f"error: {visible(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # the turn was logged as aborted; the session is closed and durable
         return 130
-    return status
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -17,8 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from agentlog import JsonlStore, check_invariants
 from agentlog.agent.loop import SYSTEM_PROMPT
 from agentlog.agent.tools import TOOLS
@@ -62,14 +60,6 @@ def session_id(stderr: str) -> str:
     first = stderr.splitlines()[0]
     assert first.startswith("session "), stderr
     return first.split()[1]
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "a.txt").write_text("hello\n")
-    return project
 
 
 def test_a_multi_step_turn_runs_the_tools_and_sends_their_results(provider: Provider, root: Path,

@@ -8,16 +8,28 @@ the step in flight and ``store.open(id)`` closes it with synthetic results.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Final
-
-import openai
+import sys
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Final
 
 from agentlog.adapters.openai_chat import chat_header, chat_stream, tool_calls
 from agentlog.agent.tools import TOOLS, FileTools
+from agentlog.errors import MissingExtraError
+from agentlog.header import SessionHeader
 from agentlog.recorder import Recorder
 
-__all__ = ["SYSTEM_PROMPT", "ChatAgent"]
+try:
+    import openai
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingExtraError(
+        "agentlog.agent.loop needs the openai SDK: pip install 'agentlog[openai]'") from exc
+
+if TYPE_CHECKING:
+    from agentlog.store.base import Store
+    from agentlog.store.writer import LiveSession
+
+__all__ = ["SYSTEM_PROMPT", "ChatAgent", "open_session", "read_prompts", "session_model"]
 
 SYSTEM_PROMPT: Final = ("You are a coding agent. Read files and list directories under the project root "
                         "with your tools before you answer; answer concisely.")
@@ -26,9 +38,9 @@ SYSTEM_PROMPT: Final = ("You are a coding agent. Read files and list directories
 class ChatAgent:
     """One model, one toolbox, one recorded session: ``run_turn(prompt)`` per user prompt.
 
-    ``on_text`` receives the streamed answer text as it arrives (print it, made terminal-safe);
-    ``max_steps`` bounds the model calls of one turn (a model that never stops calling tools
-    ends the turn ``error``, code ``STEP_LIMIT``).
+    ``on_text`` receives the answer text as it streams in, and a newline after each turn ``chat``
+    completes (print it terminal-safe); ``max_steps`` bounds the model calls of one turn (a model
+    that never stops calling tools ends the turn ``error``, code ``STEP_LIMIT``).
     """
 
     def __init__(self, client: openai.OpenAI, recorder: Recorder, *, model: str, tools: FileTools,
@@ -41,6 +53,23 @@ class ChatAgent:
         self.header: dict[str, Any] = chat_header(model, provider=provider, system=system, tools=TOOLS)
         self.max_steps = max_steps
         self.on_text = on_text
+
+    def chat(self, prompts: Iterable[str], *, on_error: Callable[[openai.OpenAIError], object]) -> int:
+        """``run_turn`` for each prompt; a provider error goes to ``on_error`` and the next prompt runs.
+
+        Returns how many turns failed. Each failed turn is in the log, ended ``error``.
+        """
+        failed = 0
+        for prompt in prompts:
+            try:
+                self.run_turn(prompt)
+            except openai.OpenAIError as exc:
+                failed += 1
+                on_error(exc)
+                continue
+            if self.on_text is not None:
+                self.on_text("\n")  # the answer is complete
+        return failed
 
     def run_turn(self, prompt: str) -> None:
         """One user turn; a provider error ends the turn ``error`` and is raised (``llm_failure`` set)."""
@@ -62,3 +91,37 @@ class ChatAgent:
                     return
             turn.fail({"message": f"the model was still calling tools after {self.max_steps} steps",
                        "code": "STEP_LIMIT"})
+
+
+def open_session(store: Store, resume: str | None, *, cwd: str) -> LiveSession:
+    """A new session in ``store``, or with ``resume`` a stored one reopened for writing.
+
+    ``store.open`` commits crash repair first: a turn a crash left open is closed with a
+    synthetic result for every tool call it left unanswered, so the next request is valid.
+    """
+    if resume:
+        return store.open(resume)
+    return store.start(SessionHeader(id=str(uuid.uuid4()), cwd=cwd))
+
+
+def session_model(live: LiveSession) -> str | None:
+    """The model of the session's latest request header: what a resumed session was talking to."""
+    header = live.session.request_header()
+    config = header.get("config") if header is not None else None
+    model = config.get("model") if isinstance(config, dict) else None
+    return model if isinstance(model, str) else None
+
+
+def read_prompts(given: Iterable[str] = ()) -> Iterator[str]:
+    """The ``given`` prompts, or when there are none one per line of stdin (blank lines skipped)."""
+    given = list(given)
+    if given:
+        yield from given
+        return
+    while True:
+        try:
+            line = input("> " if sys.stdin.isatty() else "")
+        except EOFError:
+            return
+        if line.strip():
+            yield line
