@@ -43,7 +43,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         or f"jsonl://{Path('.agentlog').resolve()}", help="agentlog store URL")
     parser.add_argument("--resume", metavar="ID", help="continue a stored session (after a crash too)")
     parser.add_argument("--context-window", type=int, default=128_000, help="the model's context, tokens")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.context_window < 1:
+        parser.error("--context-window must be a positive number of tokens")
+    return args
 
 
 def say(text: str) -> None:

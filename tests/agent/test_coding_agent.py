@@ -204,6 +204,8 @@ def test_provider_errors_and_bad_arguments_are_one_line_each(provider: Provider,
     missing = run_agent(provider, root, tmp_path / "store", "--resume", "no-such-session", "hi")
     assert missing.returncode == 1 and "no-such-session" in missing.stderr
     assert "Traceback" not in missing.stderr
+    window = run_agent(provider, root, tmp_path / "store", "--model", "m", "--context-window", "0", "hi")
+    assert window.returncode == 2 and "--context-window must be a positive" in window.stderr
     no_root = run_agent(provider, tmp_path / "absent", tmp_path / "store", "--model", "m", "hi")
     assert no_root.returncode == 1 and "not a directory" in no_root.stderr
     assert "Traceback" not in no_root.stderr
