@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentlog import JsonlStore, check_invariants
 from agentlog.agent.loop import SYSTEM_PROMPT
 from agentlog.agent.tools import TOOLS
@@ -96,8 +98,12 @@ def wait_for_reader(fifo: Path, process: subprocess.Popen[str], timeout: float =
     raise AssertionError("the agent never reached the blocking tool")
 
 
-def test_sigkill_in_the_middle_of_a_tool_then_resume_sends_every_call_answered(
-        provider: Provider, root: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("stop", "status", "ended"), [
+    (signal.SIGKILL, -signal.SIGKILL, "interrupted"),  # crash repair closes the turn when it is resumed
+    (signal.SIGINT, 130, "aborted"),  # Ctrl-C: the agent closes the turn itself, with the same results
+])
+def test_killed_in_the_middle_of_a_tool_then_resume_sends_every_call_answered(
+        provider: Provider, root: Path, tmp_path: Path, stop: int, status: int, ended: str) -> None:
     store = tmp_path / "store"
     os.mkfifo(root / BLOCK)
     provider.queue(sse("openai_parallel_tools"))
@@ -111,14 +117,14 @@ def test_sigkill_in_the_middle_of_a_tool_then_resume_sends_every_call_answered(
         second = run_agent(provider, root, store, "--resume", sid, "me too")  # same session, 2nd process
         assert second.returncode == 1 and "open for writing by process" in second.stderr
         assert "Traceback" not in second.stderr
-        process.send_signal(signal.SIGKILL)
+        process.send_signal(stop)
         process.wait(30)
         os.close(writer)
     finally:
         if process.poll() is None:
             process.kill()
         process.communicate()
-    assert process.returncode == -signal.SIGKILL
+    assert process.returncode == status
     (crashed,) = provider.requests
 
     provider.queue(sse("openai_final_text"))
@@ -137,7 +143,7 @@ def test_sigkill_in_the_middle_of_a_tool_then_resume_sends_every_call_answered(
     check_invariants(log)
     results = [e.data for e in log if e.type == TOOL_RESULT]
     assert [r.get("error", {}).get("code") for r in results] == [None, TOOL_OUTCOME_UNKNOWN]
-    assert [e.data["reason"]["kind"] for e in log if e.type == TURN_END] == ["interrupted", "completed"]
+    assert [e.data["reason"]["kind"] for e in log if e.type == TURN_END] == [ended, "completed"]
 
 
 def summaries(request: dict[str, Any]) -> list[str]:
