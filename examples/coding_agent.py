@@ -54,7 +54,7 @@ def say(text: str) -> None:
     print(visible(text), end="", flush=True)
 
 
-def report(error: openai.OpenAIError) -> None:
+def report(error: Exception) -> None:
     """A failed turn (rate limit, server error, dropped stream): it is in the log, ended ``error``."""
     print(f"\nerror: {visible(str(error))}", file=sys.stderr)
 

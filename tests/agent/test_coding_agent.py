@@ -25,7 +25,7 @@ from agentlog.agent.tools import TOOLS
 from agentlog.compaction.events import COMPACTION_END
 from agentlog.events import TOOL_RESULT, TURN_END
 from agentlog.repair import OUTCOME_UNKNOWN_TEXT, TOOL_OUTCOME_UNKNOWN
-from tests.adapters.server import Provider, error, sse
+from tests.adapters.server import Provider, error, sse, sse_cut
 from tests.agent.blocking_agent import BLOCK
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -207,6 +207,13 @@ def test_provider_errors_and_bad_arguments_are_one_line_each(provider: Provider,
     sid = session_id(failed.stderr)
     (end,) = [e for e in JsonlStore(tmp_path / "store").load(sid).events if e.type == TURN_END]
     assert end.data["reason"]["kind"] == "error" and end.data["reason"]["error"]["code"] == "RATE_LIMITED"
+    provider.queue(sse_cut("openai_cut_mid_tool", b'"arguments":"th'), sse("openai_final_text"))  # dropped
+    cut = run_agent(provider, root, tmp_path / "store", "--model", "gpt-4o", "hi", "again")
+    assert cut.returncode == 1 and "Traceback" not in cut.stderr  # the first turn failed, the second ran
+    assert cut.stdout == "a.txt says hello; the directory has two files.\n"
+    reasons = [e.data["reason"] for e in JsonlStore(tmp_path / "store").load(session_id(cut.stderr)).events
+               if e.type == TURN_END]
+    assert [r.get("error", {}).get("code") for r in reasons] == ["CONNECTION_ERROR", None]
     missing = run_agent(provider, root, tmp_path / "store", "--resume", "no-such-session", "hi")
     assert missing.returncode == 1 and "no-such-session" in missing.stderr
     assert "Traceback" not in missing.stderr

@@ -54,16 +54,19 @@ class ChatAgent:
         self.max_steps = max_steps
         self.on_text = on_text
 
-    def chat(self, prompts: Iterable[str], *, on_error: Callable[[openai.OpenAIError], object]) -> int:
+    def chat(self, prompts: Iterable[str], *, on_error: Callable[[Exception], object]) -> int:
         """``run_turn`` for each prompt; a provider error goes to ``on_error`` and the next prompt runs.
 
-        Returns how many turns failed. Each failed turn is in the log, ended ``error``.
+        Returns how many turns failed. Each failed turn is in the log, ended ``error``. A provider
+        error is one the adapter annotated (``llm_failure``): HTTP errors, a connection lost.
         """
         failed = 0
         for prompt in prompts:
             try:
                 self.run_turn(prompt)
-            except openai.OpenAIError as exc:
+            except Exception as exc:
+                if getattr(exc, "llm_failure", None) is None:
+                    raise
                 failed += 1
                 on_error(exc)
                 continue
