@@ -60,6 +60,9 @@ def test_tail_follows_a_writer_process(store_url: str) -> None:
             if process is not None and process.poll() is None:
                 process.kill()
                 process.communicate()
+            for pipe in (process.stdin, process.stdout, process.stderr) if process is not None else ():
+                if pipe is not None:
+                    pipe.close()
     assert follower.returncode == 0, err
     events = [json.loads(line) for line in out.splitlines()]
     assert [event["seq"] for event in events] == list(range(first["seq"] + 1, first["seq"] + 1 + len(events)))
