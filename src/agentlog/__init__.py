@@ -36,12 +36,15 @@ from agentlog.errors import (
     WriteFailedError,
 )
 from agentlog.events import KNOWN_EVENT_TYPES, SURFACE_TYPES, Event, Replace, SurfaceOp
+from agentlog.exporters import EXPORTERS, ExportSource
+from agentlog.exporters import export as export_session
 from agentlog.fork import fork
 from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.invariants import InvariantChecker, check_invariants
 from agentlog.jsonvalue import FrozenDict, freeze, is_json_value, thaw
 from agentlog.messages import Message, derive_event_message, transcript
 from agentlog.recorder import Recorder, Step, Turn
+from agentlog.redact import SecretFinding, find_secrets, redact_text, redact_value
 from agentlog.repair import interrupted_turn_closers
 from agentlog.request_header import canonical_header, fold_request_header, header_equals
 from agentlog.session import EventsView, Session
@@ -83,6 +86,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "EXPORTERS",
     "FORMAT_VERSION",
     "KNOWN_EVENT_TYPES",
     "SURFACE_TYPES",
@@ -96,6 +100,7 @@ __all__ = [
     "ConcurrentWriterError",
     "Event",
     "EventsView",
+    "ExportSource",
     "ExtractiveSummarizer",
     "FidelityReport",
     "ForkError",
@@ -119,6 +124,7 @@ __all__ = [
     "Recovery",
     "Replace",
     "Replacement",
+    "SecretFinding",
     "Session",
     "SessionCorruptionError",
     "SessionExistsError",
@@ -151,6 +157,8 @@ __all__ = [
     "check_invariants",
     "compaction_fidelity",
     "derive_event_message",
+    "export_session",
+    "find_secrets",
     "fold_request_header",
     "fold_surface",
     "fork",
@@ -162,6 +170,8 @@ __all__ = [
     "is_replacement_surface_event",
     "is_surface_event",
     "open_store",
+    "redact_text",
+    "redact_value",
     "thaw",
     "transcript",
 ]

@@ -5,28 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
 from rich.console import Console
 from rich.markup import escape
 
 from agentlog.errors import AgentlogError
-from agentlog.jsonvalue import dumps
+from agentlog.jsonvalue import dumps, dumps_indented
+from agentlog.visible import visible as visible  # re-exported: the CLI modules print through it
 
 console = Console(highlight=False, markup=False, soft_wrap=True)  # never break ids and paths
 errors = Console(stderr=True, highlight=False, markup=False)
-
-
-INVISIBLE = {
-    code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-    for code in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0),
-                 0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-}
-"""Terminal controls (C0 but tab and newline, DEL, C1) and bidirectional controls, shown escaped."""
-
-
-def visible(text: str) -> str:
-    """``text`` with every control a terminal or a bidi algorithm would act on shown as an escape."""
-    return text.translate(INVISIBLE)
 
 
 def safe(text: str) -> str:
@@ -66,10 +53,7 @@ _DONE = object()
 
 def indented(value: Any) -> str:
     """Indented JSON; past orjson's depth limit, compact JSON from the iterative encoder."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
-    except orjson.JSONEncodeError:
-        return dumps(value).decode()
+    return dumps_indented(value).decode()
 
 
 def compact(value: Any) -> str:

@@ -1,0 +1,134 @@
+"""Secrets in session content: find them by kind and location, or replace them with placeholders.
+
+Pure functions over text and JSON values. A secret is replaced by ``[REDACTED:<kind>]``; for
+``KEY=value``, URL passwords, bearer tokens and AWS secret keys only the value is replaced, so
+the shared transcript still says what was there. Compaction is not a privacy tool (the log is
+append-only): exporting with redaction is the supported way to share a transcript.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = [
+    "KINDS", "SecretFinding", "find_secrets", "placeholder", "redact_text", "redact_value", "secret_paths",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SecretFinding:
+    """One secret in a text: its kind and the span ``[start, end)`` that a placeholder replaces."""
+
+    kind: str
+    start: int
+    end: int
+
+
+_B = r"(?<![A-Za-z0-9_\-])"  # a token starts here: no word character or dash before it
+_E = r"(?![A-Za-z0-9_\-])"  # and ends here
+_SECRET_WORD = r"(?:secret|token|password|passwd|passphrase|pwd|api[_\-]?key|apikey|private[_\-]?key|" \
+    r"access[_\-]?key|secret[_\-]?key|auth[_\-]?token|credentials?|client[_\-]?secret)"
+_KEY = rf"[A-Za-z0-9_.\-]*{_SECRET_WORD}"
+_NOT_PLACED = r"(?!\[REDACTED:)"  # a value already replaced is not found again
+
+# (kind, pattern, group replaced: 0 = the whole match). Order is priority: a span that overlaps
+# one found by an earlier pattern is not reported again.
+_PATTERNS: Final[tuple[tuple[str, re.Pattern[str], int], ...]] = tuple(
+    (kind, re.compile(pattern), group) for kind, pattern, group in (
+        ("private-key", r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----"
+                        r"(?:[\s\S]*?-----END \1PRIVATE KEY\2-----|[A-Za-z0-9+/=:\-,\s\\n]*)", 0),
+        ("anthropic-key", rf"{_B}sk-ant-[A-Za-z0-9_\-]{{20,}}{_E}", 0),
+        ("openai-key", rf"{_B}sk-(?!ant-)(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*\d)"
+                       rf"(?=[A-Za-z0-9_\-]*[A-Za-z])[A-Za-z0-9_\-]{{20,}}{_E}", 0),
+        ("github-token", rf"{_B}(?:gh[pousr]_[A-Za-z0-9]{{36,}}|github_pat_[A-Za-z0-9_]{{22,}}){_E}", 0),
+        ("slack-token", rf"{_B}xox[abposre]-(?=[A-Za-z0-9\-]*\d)[A-Za-z0-9\-]{{10,}}{_E}", 0),
+        ("slack-webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}", 0),
+        ("google-api-key", rf"{_B}AIza[0-9A-Za-z_\-]{{35}}{_E}", 0),
+        ("stripe-key", rf"{_B}(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{{16,}}|whsec_[0-9A-Za-z]{{24,}}){_E}",
+                       0),
+        ("aws-access-key", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Z0-9])", 0),
+        ("aws-secret-key", r"(?i:aws.{0,20}?(?:secret|private).{0,20}?)[\"']?\s*[:=]\s*[\"']?"
+                           r"(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", 1),
+        ("jwt", rf"{_B}eyJ[A-Za-z0-9_\-]{{8,}}\.eyJ[A-Za-z0-9_\-]{{8,}}\.[A-Za-z0-9_\-]*{_E}", 0),
+        ("bearer-token", rf"(?i:\bbearer)\s+{_NOT_PLACED}([A-Za-z0-9\-._~+/]{{16,}}=*)", 1),
+        ("basic-auth", rf"(?i:\bauthorization\s*:\s*basic)\s+{_NOT_PLACED}([A-Za-z0-9+/]{{8,}}=*)", 1),
+        ("url-password", rf"\b[A-Za-z][A-Za-z0-9+.\-]{{0,30}}://[^\s:/@\"'<>]{{1,256}}:{_NOT_PLACED}"
+                         rf"([^\s@/\"'<>]{{1,256}})@", 1),
+        ("env-secret", rf"(?i:(?<![A-Za-z0-9_.\-]){_KEY})\s*=\s*[\"']?{_NOT_PLACED}([^\s\"'#;&|]+)", 1),
+        ("env-secret", rf"(?i:[\"']{_KEY}[\"'])\s*:\s*\"{_NOT_PLACED}((?:[^\"\\]|\\.)+)\"", 1),
+        ("env-secret", rf"(?im:^\s*(?:-\s+)?{_KEY}):[ \t]+[\"']?{_NOT_PLACED}([^\s\"'#]+)", 1),
+    )
+)
+
+KINDS: Final = tuple(dict.fromkeys(kind for kind, _, _ in _PATTERNS))
+"""Every kind of secret found, in priority order."""
+
+
+def placeholder(kind: str) -> str:
+    """The text that replaces a secret of ``kind``."""
+    return f"[REDACTED:{kind}]"
+
+
+def find_secrets(text: str) -> list[SecretFinding]:
+    """The secrets in ``text``, ordered by position, never overlapping."""
+    taken: list[SecretFinding] = []  # sorted by start, never overlapping
+    for kind, pattern, group in _PATTERNS:
+        for match in pattern.finditer(text):
+            start, end = match.span(group)
+            at = bisect.bisect_left(taken, start, key=lambda finding: finding.start)
+            clear_before = at == 0 or taken[at - 1].end <= start
+            clear_after = at == len(taken) or end <= taken[at].start
+            if start < end and clear_before and clear_after:
+                taken.insert(at, SecretFinding(kind, start, end))
+    return taken
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every secret replaced by its typed placeholder."""
+    findings = find_secrets(text)
+    if not findings:
+        return text
+    parts: list[str] = []
+    at = 0
+    for finding in findings:
+        parts += [text[at:finding.start], placeholder(finding.kind)]
+        at = finding.end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def redact_value(value: Any) -> Any:
+    """A plain copy of a JSON value (frozen or not) with every string redacted; keys are kept.
+
+    Iterative, so a deeply nested value cannot exhaust the stack.
+    """
+    root: list[Any] = [value]
+    pending: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while pending:
+        parent, key, item = pending.pop()
+        if isinstance(item, str):
+            parent[key] = redact_text(item)
+        elif isinstance(item, dict):
+            parent[key] = copy = dict(item)
+            pending.extend((copy, name, member) for name, member in item.items())
+        elif isinstance(item, (list, tuple)):
+            parent[key] = items = list(item)
+            pending.extend((items, index, member) for index, member in enumerate(item))
+    return root[0]
+
+
+def secret_paths(value: Any, path: str = "data") -> Iterator[tuple[str, str]]:
+    """``(JSON path, kind)`` of every secret in a JSON value's strings (iterative: any depth)."""
+    pending: list[tuple[str, Any]] = [(path, value)]
+    while pending:
+        where, item = pending.pop()
+        if isinstance(item, str):
+            yield from ((where, finding.kind) for finding in find_secrets(item))
+        elif isinstance(item, dict):
+            pending.extend((f"{where}.{key}", member) for key, member in reversed(item.items()))
+        elif isinstance(item, (list, tuple)):
+            pending.extend((f"{where}[{index}]", member) for index, member in reversed(list(enumerate(item))))
