@@ -3,6 +3,7 @@
 The public API lives here and only here; submodules are implementation.
 """
 
+from agentlog.audit import AuditCheck, AuditReport, audit_session
 from agentlog.compaction.config import CompactionConfig
 from agentlog.compaction.engine import Compactor
 from agentlog.compaction.fidelity import FidelityReport, compaction_fidelity
@@ -91,6 +92,8 @@ __all__ = [
     "KNOWN_EVENT_TYPES",
     "SURFACE_TYPES",
     "AgentlogError",
+    "AuditCheck",
+    "AuditReport",
     "CompactionConfig",
     "CompactionConfigError",
     "CompactionError",
@@ -153,6 +156,7 @@ __all__ = [
     "UsageError",
     "WriteFailedError",
     "__version__",
+    "audit_session",
     "canonical_header",
     "check_invariants",
     "compaction_fidelity",

@@ -7,7 +7,7 @@ import sys
 import click
 from rich.table import Table
 
-from agentlog.cli import export, lineage, sessions
+from agentlog.cli import audit, export, lineage, sessions
 from agentlog.cli.app import State, cli, handled
 from agentlog.cli.render import console, safe, summary
 
@@ -56,7 +56,7 @@ for command in (
     demo, bench,
     sessions.list_sessions, sessions.show, sessions.verify, sessions.inspect,
     lineage.fork, lineage.materialize, lineage.delete,
-    export.export_session,
+    export.export_session, audit.audit,
 ):
     cli.add_command(command)
 

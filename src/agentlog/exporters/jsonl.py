@@ -21,7 +21,7 @@ from agentlog.store.codec import encode_batch
 from agentlog.store.jsonl_forks import public_header
 from agentlog.store.jsonl_header import encode_header_line
 
-__all__ = ["jsonl", "redact_events"]
+__all__ = ["delta_streams", "jsonl", "redact_events"]
 
 _STREAM_FIELDS = {"text-delta": "text", "reasoning-delta": "text", "tool-call-delta": "argumentsDelta"}
 
@@ -40,34 +40,42 @@ def _stream_piece(event: Event) -> tuple[tuple[Any, ...], str, str] | None:
     return key, field, text
 
 
-def _redacted_streams(events: Sequence[Event]) -> dict[int, tuple[str, str]]:
-    """seq -> (field, redacted text) for every streamed delta whose joined stream holds a secret."""
+def delta_streams(events: Sequence[Event]) -> list[list[tuple[int, str, str]]]:
+    """The streamed deltas of each block, joined in log order: ``[(seq, field, text), ...]`` per block."""
     streams: dict[tuple[Any, ...], list[tuple[int, str, str]]] = {}
     for event in events:
         if event.type == ASSISTANT_CHUNK and (piece := _stream_piece(event)) is not None:
             key, field, text = piece
             streams.setdefault(key, []).append((event.seq, field, text))
+    return list(streams.values())
+
+
+def _redacted_streams(events: Sequence[Event]) -> dict[int, tuple[str, str]]:
+    """seq -> (field, redacted text) for every streamed delta whose joined stream holds a secret."""
     out: dict[int, tuple[str, str]] = {}
-    for pieces in streams.values():
+    for pieces in delta_streams(events):
         joined = "".join(text for _, _, text in pieces)
         findings = find_secrets(joined)
         if not findings:
             continue
-        at = 0
+        at = first = 0  # findings[first:] are those not wholly before the current piece
         for seq, field, text in pieces:
             start, end = at, at + len(text)
+            at = end
+            while first < len(findings) and findings[first].end <= start:
+                first += 1
             kept: list[str] = []
-            cursor = start
-            for finding in findings:
-                if finding.end <= start or finding.start >= end:
-                    continue
+            cursor, index = start, first
+            while index < len(findings) and findings[index].start < end:
+                finding = findings[index]
                 kept.append(joined[cursor:max(cursor, finding.start)])
                 if start <= finding.start:
                     kept.append(placeholder(finding.kind))
                 cursor = min(end, finding.end)
-            kept.append(joined[cursor:end])
-            out[seq] = (field, "".join(kept))
-            at = end
+                index += 1
+            if index > first:
+                kept.append(joined[cursor:end])
+                out[seq] = (field, "".join(kept))
     return out
 
 
