@@ -51,6 +51,7 @@ POSITIVES = [
     ("export GH_TOKEN='s3cr3tvalue'", "env-secret", "s3cr3tvalue"),
     ('{"client_secret": "abc\\"def"}', "env-secret", 'abc\\"def'),
     ("smtp:\n  password: letmein99\n", "env-secret", "letmein99"),
+    ('db_password = "hunter2!"  # python', "env-secret", "hunter2!"),
     ("https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX", "slack-webhook",
      "XXXXXXXXXXXXXXXXXXXXXXXX"),
 ]
@@ -70,6 +71,12 @@ NEGATIVES = [
     "AKIA is a prefix, AKIAshort too",
     "PASSWORD=[REDACTED:env-secret]",
     "bearer of bad news",
+    'const csrfToken = document.querySelector("meta[name=csrf-token]")',  # code, found in a real transcript
+    "interface Login { token: string; password: string }",
+    "  token: string\n  password: null\n",
+    "TOKEN=$GITHUB_TOKEN make release",
+    "password: ${{ secrets.DB_PASSWORD }}",
+    "api_key = os.environ['OPENAI_API_KEY']",
 ]
 
 

@@ -54,13 +54,21 @@ _PATTERNS: Final[tuple[tuple[str, re.Pattern[str], int], ...]] = tuple(
         ("aws-secret-key", r"(?i:aws.{0,20}?(?:secret|private).{0,20}?)[\"']?\s*[:=]\s*[\"']?"
                            r"(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", 1),
         ("jwt", rf"{_B}eyJ[A-Za-z0-9_\-]{{8,}}\.eyJ[A-Za-z0-9_\-]{{8,}}\.[A-Za-z0-9_\-]*{_E}", 0),
-        ("bearer-token", rf"(?i:\bbearer)\s+{_NOT_PLACED}([A-Za-z0-9\-._~+/]{{16,}}=*)", 1),
+        ("bearer-token", rf"(?i:\bbearer)\s+{_NOT_PLACED}(?=[A-Za-z0-9\-._~+/]*\d)"
+                         rf"([A-Za-z0-9\-._~+/]{{16,}}=*)", 1),
         ("basic-auth", rf"(?i:\bauthorization\s*:\s*basic)\s+{_NOT_PLACED}([A-Za-z0-9+/]{{8,}}=*)", 1),
         ("url-password", rf"\b[A-Za-z][A-Za-z0-9+.\-]{{0,30}}://[^\s:/@\"'<>]{{1,256}}:{_NOT_PLACED}"
                          rf"([^\s@/\"'<>]{{1,256}})@", 1),
-        ("env-secret", rf"(?i:(?<![A-Za-z0-9_.\-]){_KEY})\s*=\s*[\"']?{_NOT_PLACED}([^\s\"'#;&|]+)", 1),
-        ("env-secret", rf"(?i:[\"']{_KEY}[\"'])\s*:\s*\"{_NOT_PLACED}((?:[^\"\\]|\\.)+)\"", 1),
-        ("env-secret", rf"(?im:^\s*(?:-\s+)?{_KEY}):[ \t]+[\"']?{_NOT_PLACED}([^\s\"'#]+)", 1),
+        # KEY=value as in .env files and shells: no space around "=", a literal value (not $VAR, not code)
+        ("env-secret", rf"(?i:(?<![A-Za-z0-9_.\-]){_KEY})={_NOT_PLACED}(?![$%*<{{(\[])"
+                       rf"([^\s\"'`#;&|(){{}}]+)", 1),
+        # key = "value", key: 'value', "key": "value" (code, YAML, JSON): a quoted literal
+        ("env-secret", rf"(?i:(?<![A-Za-z0-9_.\-]){_KEY})[\"']?\s*[:=]\s*([\"']){_NOT_PLACED}(?![$%])"
+                       rf"((?:(?!\1)[^\\\n]|\\.)+)\1", 2),
+        # YAML key: value at the start of a line (not a type annotation such as "token: string")
+        ("env-secret", rf"(?im:^\s*(?:-\s+)?{_KEY}):[ \t]+{_NOT_PLACED}(?![$%*<{{\[(&])"
+                       rf"(?!(?:string|number|boolean|str|int|bool|any|null|none|true|false|undefined)\b)"
+                       rf"([^\s\"'#,;]+)", 1),
     )
 )
 

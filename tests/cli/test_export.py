@@ -133,3 +133,23 @@ def test_a_terminal_never_receives_control_sequences(store: str, fmt: str) -> No
         piped = subprocess.run(args, capture_output=True, env=_env(store), timeout=120).stdout
         assert b"\x1b" not in piped or fmt == "jsonl"
         assert json.loads(shown) == json.loads(piped)
+
+
+def test_an_export_is_never_written_into_the_store(store: str, tmp_path: Path) -> None:
+    before = files_of(store)
+    transcript = open_store(store, create=False).locate(open_store(store, create=False).inspect("s1").header)
+    assert transcript is not None
+    for target in (transcript, str(Path(store.removeprefix("jsonl://")) / "notes.md")):
+        code, _, err = invoke(store, "s1", "-f", "jsonl", "-o", target)
+        assert code == 1 and "refusing to write the export" in err and "inside the store" in err
+    assert files_of(store) == before
+    sqlite = f"sqlite://{tmp_path / 'db' / 'sessions.db'}"
+    with open_store(sqlite).start(SessionHeader(id="s1")) as live:
+        live.session.append("turn/start", {"turn": 1})
+    for target in ("sessions.db", "sessions.db-wal"):
+        result = CliRunner().invoke(cli, ["--store", sqlite, "export", "s1", "-f", "markdown", "-o",
+                                          str(tmp_path / "db" / target)])
+        assert result.exit_code == 1 and "inside the store" in result.stderr
+    beside = tmp_path / "db" / "s1.md"  # next to the database is fine
+    result = CliRunner().invoke(cli, ["--store", sqlite, "export", "s1", "-f", "markdown", "-o", str(beside)])
+    assert result.exit_code == 0 and beside.read_text().startswith("# Session `s1`")

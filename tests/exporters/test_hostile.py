@@ -120,3 +120,15 @@ def test_controls_are_shown_as_escapes_in_the_human_formats() -> None:
         for raw in ("\x1b", "\x07", "\u202e", "\x9b"):
             assert raw not in out, fmt
         assert "\\x1b[2J" in out
+
+
+def test_deeply_nested_content_exports_in_every_format() -> None:
+    deep: object = {"leaf": "AKIAIOSFODNN7EXAMPLE"}
+    for _ in range(5_000):
+        deep = {"n": [deep]}
+    session = Session.create("deep")
+    session.append("user/message", {"id": "u", "role": "user", "source": {"kind": "user"},
+                                    "content": [{"type": "custom", "value": deep}]}, surface_op="append")
+    for fmt in EXPORTERS:
+        out = export(session.header, session.events, fmt, redact=True)
+        assert b"[REDACTED:aws-access-key]" in out and b"AKIAIOSFODNN7EXAMPLE" not in out, fmt

@@ -5,13 +5,19 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import uuid
 from pathlib import Path
 
 import click
 
 from agentlog.cli.app import State, handled
 from agentlog.cli.render import console, safe
+from agentlog.errors import UsageError
 from agentlog.exporters import EXPORTERS, View, export
+from agentlog.header import SessionHeader
+from agentlog.store.base import Store
+from agentlog.store.jsonl import JsonlStore
+from agentlog.store.sqlite import SqliteStore
 from agentlog.visible import json_visible
 
 
@@ -27,7 +33,7 @@ def write_output(data: bytes, output: Path | None) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    temp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    temp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
         with open(temp, "xb") as file:
             file.write(data)
@@ -36,6 +42,21 @@ def write_output(data: bytes, output: Path | None) -> None:
         with contextlib.suppress(OSError):
             temp.unlink()
         raise
+
+
+def refuse_store_paths(store: Store, header: SessionHeader, output: Path) -> None:
+    """An export never lands in the store: not inside a JSONL root, not over a database or its side files."""
+    target = output.resolve()
+    if isinstance(store, JsonlStore):
+        guarded, inside = store.root, target.is_relative_to(store.root)
+    elif isinstance(store, SqliteStore) and not store.memory:  # the database, -wal, -shm, .locks/
+        guarded = Path(store.path).resolve()
+        inside = str(target).startswith(str(guarded))
+    else:
+        return
+    if inside:
+        raise UsageError(f"refusing to write the export to {output}: it is inside the store ({guarded})",
+                         session_id=header.id)
 
 
 @click.command(name="export")
@@ -70,6 +91,8 @@ def export_session(state: State, session_id: str, fmt: str, view: View | None, r
     """
     with state.store(create=False) as store:
         inspection = store.inspect(session_id)
+        if output is not None:
+            refuse_store_paths(store, inspection.header, output)
     data = export(inspection.header, inspection.events, fmt, view=view, redact=redact)
     write_output(data, output)
     if output is not None:
