@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from agentlog import JsonlStore, Session, SessionHeader, UsageError, open_store
 from agentlog.exporters import EXPORTERS, export
 from agentlog.exporters.markdown import fence
+from agentlog.store.jsonl_header import parse_header_line
 from tests.dsh_reader import read_dsh_file
 from tests.exporters.sessions import sample_session
+from tests.strategies import conversations
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = [("openai-chat", None, "sample.openai-chat.json"),
@@ -118,3 +122,38 @@ def test_an_empty_session_exports_in_every_format() -> None:
 def test_fences_outgrow_the_backticks_inside() -> None:
     assert fence("a ``` b") == "````\na ``` b\n````"
     assert fence("plain") == "```\nplain\n```"
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("basic-T5.raw-packed.jsonl", None), ("basic-T50.raw-packed.jsonl", None),
+    ("compaction-T5.raw-packed.jsonl", None), ("crash-midturn.raw-packed.after-repair.jsonl", None),
+    ("crash-torn.raw-packed.jsonl", "crash-torn.raw-packed.after-repair.jsonl"),
+])
+def test_jsonl_of_a_dsh_file_is_dsh_s_own_bytes(dsh_fixtures: Path, tmp_path: Path, name: str,
+                                                 expected: str | None) -> None:
+    """Files DeepSeek Harness wrote come back byte for byte (a torn tail as DSH's repair leaves it)."""
+    data = (dsh_fixtures / name).read_bytes()
+    header = parse_header_line(data.split(b"\n", 1)[0], path=name)
+    _place(data, tmp_path, header)
+    stored = JsonlStore(tmp_path, compression="none").inspect(header.id)
+    assert export(stored.header, stored.events, "jsonl") == (dsh_fixtures / (expected or name)).read_bytes()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations())
+def test_jsonl_of_any_session_loads_back_as_the_same_log(session: Session) -> None:
+    data = export(session.header, session.events, "jsonl")
+    with tempfile.TemporaryDirectory() as root:
+        _place(data, Path(root), session.header)
+        loaded = JsonlStore(root, compression="none").inspect(session.header.id)
+    assert list(loaded.events) == list(session.events)
+    assert read_dsh_file_bytes(data) == (len(data.split(b"\n", 1)[0]) + 1, b"")
+
+
+def read_dsh_file_bytes(data: bytes) -> tuple[int, bytes]:
+    """(header bytes, torn tail) of a raw DSH file, through the test reader."""
+    with tempfile.TemporaryDirectory() as root:
+        path = Path(root) / "session.jsonl"
+        path.write_bytes(data)
+        dsh = read_dsh_file(path)
+    return len(data) - len(dsh.body) - len(dsh.torn), dsh.torn
