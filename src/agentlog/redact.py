@@ -14,8 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from agentlog.jsonvalue import dumps, thaw
+
 __all__ = [
-    "KINDS", "SecretFinding", "find_secrets", "placeholder", "redact_text", "redact_value", "secret_paths",
+    "KINDS", "SecretFinding", "find_secrets", "placeholder", "redact_text", "redact_value", "scan",
+    "secret_paths",
 ]
 
 
@@ -32,11 +35,15 @@ _B = r"(?<![A-Za-z0-9_\-])"  # a token starts here: no word character or dash be
 _E = r"(?![A-Za-z0-9_\-])"  # and ends here
 _SECRET_WORD = r"(?:secret|token|password|passwd|passphrase|pwd|api[_\-]?key|apikey|private[_\-]?key|" \
     r"access[_\-]?key|secret[_\-]?key|auth[_\-]?token|credentials?|client[_\-]?secret)"
-_KEY = rf"[A-Za-z0-9_.\-]*{_SECRET_WORD}"
+_SECRET_KEY = re.compile(rf"[A-Za-z0-9_.\-]*{_SECRET_WORD}", re.IGNORECASE)
+"""A key whose name says it holds a secret (``DB_PASSWORD``, ``api_key``; not ``password_hint``)."""
+_KEY = r"(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]+)"  # any key: ``_SECRET_KEY`` checks it after
 _NOT_PLACED = r"(?!\[REDACTED:)"  # a value already replaced is not found again
 
 # (kind, pattern, group replaced: 0 = the whole match). Order is priority: a span that overlaps
-# one found by an earlier pattern is not reported again.
+# one found by an earlier pattern is not reported again. A pattern with a ``key`` group counts only
+# where that key names a secret (checked apart: an alternation tried at every character of every
+# word made the key patterns the slowest of all).
 _PATTERNS: Final[tuple[tuple[str, re.Pattern[str], int], ...]] = tuple(
     (kind, re.compile(pattern), group) for kind, pattern, group in (
         ("private-key", r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----"
@@ -60,17 +67,30 @@ _PATTERNS: Final[tuple[tuple[str, re.Pattern[str], int], ...]] = tuple(
         ("url-password", rf"\b[A-Za-z][A-Za-z0-9+.\-]{{0,30}}://[^\s:/@\"'<>]{{1,256}}:{_NOT_PLACED}"
                          rf"([^\s@/\"'<>]{{1,256}})@", 1),
         # KEY=value as in .env files and shells: no space around "=", a literal value (not $VAR, not code)
-        ("env-secret", rf"(?i:(?<![A-Za-z0-9_.\-]){_KEY})={_NOT_PLACED}(?![$%*<{{(\[])"
-                       rf"([^\s\"'`#;&|(){{}}]+)", 1),
+        ("env-secret", rf"{_KEY}={_NOT_PLACED}(?![$%*<{{(\[])"
+                       rf"([^\s\"'`#;&|(){{}}]+)", 2),
         # key = "value", key: 'value', "key": "value" (code, YAML, JSON): a quoted literal
-        ("env-secret", rf"(?i:(?<![A-Za-z0-9_.\-]){_KEY})[\"']?\s*[:=]\s*([\"']){_NOT_PLACED}(?![$%])"
-                       rf"((?:(?!\1)[^\\\n]|\\.)+)\1", 2),
+        ("env-secret", rf"{_KEY}[\"']?\s*[:=]\s*([\"']){_NOT_PLACED}(?![$%])"
+                       rf"((?:(?!\2)[^\\\n]|\\.)+)\2", 3),
         # YAML key: value at the start of a line (not a type annotation such as "token: string")
-        ("env-secret", rf"(?im:^\s*(?:-\s+)?{_KEY}):[ \t]+{_NOT_PLACED}(?![$%*<{{\[(&])"
-                       rf"(?!(?:string|number|boolean|str|int|bool|any|null|none|true|false|undefined)\b)"
-                       rf"([^\s\"'#,;]+)", 1),
+        ("env-secret", rf"(?m:^[ \t]*(?:-[ \t]+)?{_KEY}):[ \t]+{_NOT_PLACED}(?![$%*<{{\[(&])"
+                       rf"(?!(?i:string|number|boolean|str|int|bool|any|null|none|true|false|undefined)\b)"
+                       rf"([^\s\"'#,;]+)", 2),
     )
 )
+
+_ANCHORS: Final = (
+    "sk-", "sk_", "rk_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "hooks.slack", "aiza",
+    "whsec_", "akia", "asia", "abia", "acca", "eyj", "-----begin", "://", "bearer", "authorization", "aws",
+    "secret", "token", "passw", "passphrase", "pwd", "api", "private", "access", "credential",
+)
+"""Lowercased, one of these is in every secret any pattern finds: text with none needs no scan."""
+
+
+def _may_hold(text: str) -> bool:
+    lowered = text.lower()
+    return any(anchor in lowered for anchor in _ANCHORS)
+
 
 KINDS: Final = tuple(dict.fromkeys(kind for kind, _, _ in _PATTERNS))
 """Every kind of secret found, in priority order."""
@@ -83,9 +103,17 @@ def placeholder(kind: str) -> str:
 
 def find_secrets(text: str) -> list[SecretFinding]:
     """The secrets in ``text``, ordered by position, never overlapping."""
+    return scan(text) if _may_hold(text) else []
+
+
+def scan(text: str) -> list[SecretFinding]:
+    """``find_secrets`` without the quick anchor test (every pattern runs): the reference it must equal."""
     taken: list[SecretFinding] = []  # sorted by start, never overlapping
     for kind, pattern, group in _PATTERNS:
+        keyed = "key" in pattern.groupindex
         for match in pattern.finditer(text):
+            if keyed and not _SECRET_KEY.fullmatch(match.group("key")):
+                continue
             start, end = match.span(group)
             at = bisect.bisect_left(taken, start, key=lambda finding: finding.start)
             clear_before = at == 0 or taken[at - 1].end <= start
@@ -112,8 +140,11 @@ def redact_text(text: str) -> str:
 def redact_value(value: Any) -> Any:
     """A plain copy of a JSON value (frozen or not) with every string redacted; keys are kept.
 
-    Iterative, so a deeply nested value cannot exhaust the stack.
+    Iterative, so a deeply nested value cannot exhaust the stack; a value whose JSON holds no
+    anchor of any pattern (most events) is copied without a scan.
     """
+    if not _may_hold(dumps(value).decode()):
+        return thaw(value)
     root: list[Any] = [value]
     pending: list[tuple[Any, Any, Any]] = [(root, 0, value)]
     while pending:
@@ -131,6 +162,8 @@ def redact_value(value: Any) -> Any:
 
 def secret_paths(value: Any, path: str = "data") -> Iterator[tuple[str, str]]:
     """``(JSON path, kind)`` of every secret in a JSON value's strings (iterative: any depth)."""
+    if not _may_hold(dumps(value).decode()):
+        return
     pending: list[tuple[str, Any]] = [(path, value)]
     while pending:
         where, item = pending.pop()

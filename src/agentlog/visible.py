@@ -6,6 +6,8 @@ terminal, a U+202E must not reverse what a reader sees. Used by the CLI and the 
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["INVISIBLE", "json_visible", "visible"]
 
 INVISIBLE = {
@@ -16,8 +18,13 @@ INVISIBLE = {
 """Terminal controls (C0 but tab and newline, DEL, C1) and bidirectional controls, shown escaped."""
 
 
+_CONTROLS = re.compile("[" + "".join(re.escape(chr(code)) for code in INVISIBLE) + "]")
+
+
 def visible(text: str) -> str:
     """``text`` with every control a terminal or a bidi algorithm would act on shown as an escape."""
+    if _CONTROLS.search(text) is None:  # the usual case, and far cheaper than translate on non-ASCII text
+        return text
     return text.translate(INVISIBLE)
 
 
@@ -26,4 +33,4 @@ _JSON_ESCAPES = {code: f"\\u{code:04x}" for code in INVISIBLE}
 
 def json_visible(text: str) -> str:
     """JSON text with those controls written as JSON ``\\u`` escapes: it parses to the same value."""
-    return text.translate(_JSON_ESCAPES)
+    return text if _CONTROLS.search(text) is None else text.translate(_JSON_ESCAPES)

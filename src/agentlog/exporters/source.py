@@ -13,7 +13,7 @@ from typing import Any, Literal
 from agentlog.errors import UsageError
 from agentlog.events import Event
 from agentlog.header import SessionHeader
-from agentlog.jsonvalue import dumps, thaw
+from agentlog.jsonvalue import dumps
 from agentlog.messages import transcript
 from agentlog.redact import redact_value
 from agentlog.session import Session
@@ -57,8 +57,8 @@ class ExportSource:
         return self.session().request_header()
 
     def finish(self, value: Any) -> Any:
-        """A plain copy of ``value``, redacted when asked: every export passes through here."""
-        return redact_value(value) if self.redact else thaw(value)
+        """``value`` redacted (a plain copy) when asked, else as it is: every export passes through here."""
+        return redact_value(value) if self.redact else value
 
 
 def label(message: Mapping[str, Any]) -> str:
