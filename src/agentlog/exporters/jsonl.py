@@ -16,7 +16,7 @@ from agentlog.errors import UsageError
 from agentlog.events import ASSISTANT_CHUNK, Event, make_event
 from agentlog.exporters.source import ExportSource
 from agentlog.jsonvalue import freeze
-from agentlog.redact import find_secrets, placeholder, redact_value
+from agentlog.redact import find_secrets, may_hold, placeholder, redact_value
 from agentlog.store.codec import encode_batch
 from agentlog.store.jsonl_forks import public_header
 from agentlog.store.jsonl_header import encode_header_line
@@ -84,6 +84,9 @@ def redact_events(events: Sequence[Event]) -> list[Event]:
     streamed = _redacted_streams(events)
     out: list[Event] = []
     for event in events:
+        if event.seq not in streamed and not may_hold(event.data):
+            out.append(event)  # nothing to redact: the event as stored
+            continue
         data = redact_value(event.data)
         if event.seq in streamed:
             field, text = streamed[event.seq]
