@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import decimal
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -428,3 +429,85 @@ def wire_events(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.integers(0, 4)) == 0:
         wire["ignorable"] = True
     return wire
+
+
+# -- conversations (exports) ------------------------------------------------------------
+
+_TOOL_NAMES = st.sampled_from(["run", "read_file", "search"])
+_TEXTS = st.one_of(st.sampled_from(["", " ", "\n\t", "ok "]), json_text)
+_ARGUMENTS = st.one_of(st.just(""), st.just("{}"), st.just("not json"), st.just("[1, 2]"),
+                       st.dictionaries(st.sampled_from(["cmd", "path", "q"]), json_text, max_size=2).map(
+                           json.dumps))
+
+
+@st.composite
+def _content(draw: st.DrawFn, *, assistant: bool, call_ids: list[str]) -> list[Any]:
+    """Content blocks of one message: text, images, and for an assistant reasoning and tool calls."""
+    kinds = ["text", "text", "image"] + (["reasoning", "call", "call"] if assistant else [])
+    blocks: list[Any] = []
+    for kind in draw(st.lists(st.sampled_from(kinds), max_size=4)):
+        if kind == "text":
+            blocks.append({"type": "text", "text": draw(_TEXTS)})
+        elif kind == "reasoning":
+            blocks.append({"type": "reasoning", "text": draw(_TEXTS)})
+        elif kind == "image":
+            attachment = {"attachmentId": "att-1", "mediaType": "image/png"}
+            blocks.append({"type": "image", "attachment": attachment})
+        else:
+            call_id = f"call-{len(call_ids)}"
+            call_ids.append(call_id)
+            blocks.append({"type": "tool-call", "id": call_id, "name": draw(_TOOL_NAMES),
+                           "arguments": draw(_ARGUMENTS)})
+    return blocks
+
+
+@st.composite
+def conversations(draw: st.DrawFn, max_messages: int = 14) -> Session:
+    """A session of user, assistant and tool-result messages in any order a log may hold them.
+
+    Tool calls answered, left unanswered or answered late; results for calls that never were;
+    reasoning with and without Anthropic signatures; images; empty messages; an optional request
+    header with a system prompt and tools; and compaction checkpoints replacing any range.
+    """
+    session = Session.create("conv")
+    if draw(st.booleans()):
+        header: dict[str, Any] = {"config": {"provider": "p", "model": "m"}}
+        if draw(st.booleans()):
+            header["system"] = draw(json_text)
+        if draw(st.booleans()):
+            header["tools"] = [{"name": "run", "description": draw(json_text),
+                                "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}]
+        session.append("request/header", {"header": header, "reason": "initial"})
+    call_ids: list[str] = []
+    nodes: list[int] = []
+    for index in range(draw(st.integers(0, max_messages))):
+        kind = draw(st.sampled_from(["user", "assistant", "assistant", "result", "result"]
+                                    + (["compact"] if nodes else [])))
+        if kind == "user":
+            data: Any = {"id": f"u{index}", "role": "user", "source": {"kind": "user"},
+                         "content": draw(_content(assistant=False, call_ids=call_ids))}
+            event = session.append("user/message", data, surface_op="append")
+        elif kind == "assistant":
+            content = draw(_content(assistant=True, call_ids=call_ids))
+            source: dict[str, Any] = {"kind": "model", "provider": "p", "model": "m"}
+            thoughts = sum(1 for block in content if block["type"] == "reasoning")
+            if thoughts and draw(st.booleans()):
+                source["replayState"] = {"anthropic": {"signatures": [f"sig{n}" for n in range(thoughts)]}}
+            event = session.append("assistant/message", {"turn": 1, "step": 1, "message": {
+                "id": f"a{index}", "role": "assistant", "content": content, "source": source}},
+                surface_op="append", source_event_seqs=[])  # a surface node even when empty
+        elif kind == "result":
+            call_id = draw(st.sampled_from([*call_ids, "never-called"]))
+            error = draw(st.booleans())
+            data = tool_result_data(call_id, draw(json_text), msg_id=f"r{index}", is_error=error)
+            event = session.append("tool/result", data, surface_op="append")
+        else:
+            start = draw(st.integers(0, len(nodes) - 1))
+            end = draw(st.integers(start, len(nodes) - 1))
+            data = user_message(f"c{index}", draw(json_text), {"kind": "plugin", "plugin": "compact"})
+            event = session.append("user/message", data, surface_op=Replace(nodes[start], nodes[end]),
+                                   source_event_seqs=nodes[start:end + 1])
+            nodes[start:end + 1] = [event.seq]
+            continue
+        nodes.append(event.seq)
+    return session

@@ -3,6 +3,7 @@
 The public API lives here and only here; submodules are implementation.
 """
 
+from agentlog.audit import AuditCheck, AuditReport, audit_session
 from agentlog.compaction.config import CompactionConfig
 from agentlog.compaction.engine import Compactor
 from agentlog.compaction.fidelity import FidelityReport, compaction_fidelity
@@ -36,6 +37,8 @@ from agentlog.errors import (
     WriteFailedError,
 )
 from agentlog.events import KNOWN_EVENT_TYPES, SURFACE_TYPES, Event, Replace, SurfaceOp
+from agentlog.exporters import EXPORTERS, ExportSource
+from agentlog.exporters import export as export_session
 from agentlog.follow import follow
 from agentlog.fork import fork
 from agentlog.gc import Collected, collect_garbage
@@ -44,6 +47,7 @@ from agentlog.invariants import InvariantChecker, check_invariants
 from agentlog.jsonvalue import FrozenDict, freeze, is_json_value, thaw
 from agentlog.messages import Message, derive_event_message, transcript
 from agentlog.recorder import Recorder, Step, Turn
+from agentlog.redact import SecretFinding, find_secrets, redact_text, redact_value
 from agentlog.repair import interrupted_turn_closers
 from agentlog.request_header import canonical_header, fold_request_header, header_equals
 from agentlog.search import Hit, SearchResult, search_store
@@ -88,10 +92,13 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "EXPORTERS",
     "FORMAT_VERSION",
     "KNOWN_EVENT_TYPES",
     "SURFACE_TYPES",
     "AgentlogError",
+    "AuditCheck",
+    "AuditReport",
     "Collected",
     "CompactionConfig",
     "CompactionConfigError",
@@ -102,6 +109,7 @@ __all__ = [
     "ConcurrentWriterError",
     "Event",
     "EventsView",
+    "ExportSource",
     "ExtractiveSummarizer",
     "FidelityReport",
     "ForkError",
@@ -127,6 +135,7 @@ __all__ = [
     "Replace",
     "Replacement",
     "SearchResult",
+    "SecretFinding",
     "Session",
     "SessionCorruptionError",
     "SessionExistsError",
@@ -158,12 +167,15 @@ __all__ = [
     "UsageError",
     "WriteFailedError",
     "__version__",
+    "audit_session",
     "canonical_header",
     "check_invariants",
     "check_upgrade",
     "collect_garbage",
     "compaction_fidelity",
     "derive_event_message",
+    "export_session",
+    "find_secrets",
     "fold_request_header",
     "fold_surface",
     "follow",
@@ -176,6 +188,8 @@ __all__ = [
     "is_replacement_surface_event",
     "is_surface_event",
     "open_store",
+    "redact_text",
+    "redact_value",
     "search_store",
     "store_stats",
     "thaw",

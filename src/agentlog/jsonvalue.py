@@ -30,6 +30,7 @@ __all__ = [
     "FrozenList",
     "JsonValue",
     "dumps",
+    "dumps_indented",
     "freeze",
     "frozen_dict",
     "is_json_value",
@@ -421,6 +422,16 @@ def dumps(value: Any) -> bytes:
     """Compact UTF-8 JSON in orjson's formatting, for frozen or plain values of any depth."""
     try:
         return orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        if "recursion" not in str(exc).lower():
+            raise
+    return _dumps_iterative(value)
+
+
+def dumps_indented(value: Any) -> bytes:
+    """Indented JSON for people to read; past orjson's depth limit, compact JSON (any depth)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except orjson.JSONEncodeError as exc:
         if "recursion" not in str(exc).lower():
             raise

@@ -97,6 +97,15 @@ def test_adapters_suite_reports_recording_beside_each_sdks_parse(report: dict[st
         assert recorded["ratio_target"] == {"op": "<=", "limit": 1.0} and recorded["ratio"] > 0
 
 
+def test_export_suite_times_every_format_against_writing_the_log(report: dict[str, Any]) -> None:
+    assert report["suites"]["export"]["errors"] == []
+    expected = {"baseline.dumps_ms", "export.openai_chat.surface_ms", "export.anthropic.surface_ms",
+                "export.markdown.log_ms", "export.html.log_ms", "export.jsonl_ms",
+                "export.markdown.redact.log_ms", "export.jsonl.redact_ms"}
+    assert ids(report, "export") == expected
+    assert all(figure(report, "export", key)["ratio"] > 0 for key in expected - {"baseline.dumps_ms"})
+
+
 def test_every_figure_is_a_measured_number_with_one_run(report: dict[str, Any]) -> None:
     for suite in report["suites"].values():
         for item in suite["figures"]:

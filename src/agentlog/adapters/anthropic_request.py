@@ -8,7 +8,7 @@ came; tool results become ``tool_result`` blocks at the start of the next user t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -18,7 +18,9 @@ from agentlog.jsonvalue import thaw
 from agentlog.repair import NOT_STARTED_TEXT
 from agentlog.session import Session
 
-__all__ = ["anthropic_request", "anthropic_system", "anthropic_tools", "to_anthropic_messages"]
+__all__ = [
+    "anthropic_messages", "anthropic_request", "anthropic_system", "anthropic_tools", "to_anthropic_messages",
+]
 
 
 def _input(arguments: Any) -> Any:
@@ -54,7 +56,7 @@ def _assistant_blocks(message: Any) -> list[dict[str, Any]]:
                         "input": _input(block.get("arguments"))})
         else:
             text = _text_of([block])
-            if text:
+            if text.strip():  # the API refuses text blocks of whitespace only
                 out.append({"type": "text", "text": text})
     tail = len(message.get("content") or ())
     out += [{"type": "redacted_thinking", "data": data}
@@ -80,13 +82,22 @@ def _user_blocks(message: Any, pending: dict[str, None]) -> tuple[list[dict[str,
                 other.append({"type": "text", "text": f"[result of tool call {call_id}]\n{text}"})
         else:
             text = _text_of([block])
-            if text:
+            if text.strip():  # the API refuses text blocks of whitespace only
                 other.append({"type": "text", "text": text})
     return results, other
 
 
 def to_anthropic_messages(session: Session) -> list[dict[str, Any]]:
     """The next request's ``messages`` from ``derive_messages()`` (consecutive user turns merged)."""
+    return anthropic_messages(session.derive_messages())
+
+
+def anthropic_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """Messages API ``messages`` from agentlog messages (any list: a surface or a transcript).
+
+    Roles alternate as the API requires: consecutive user messages, and consecutive assistant
+    messages with no tool call between them, each become one turn.
+    """
     out: list[dict[str, Any]] = []
     pending: dict[str, None] = {}  # tool_use ids of the last assistant turn not answered yet
 
@@ -103,12 +114,15 @@ def to_anthropic_messages(session: Session) -> list[dict[str, Any]]:
                             "is_error": True} for call_id in pending]
             pending.clear()
 
-    for message in session.derive_messages():
+    for message in messages:
         if message.get("role") == "assistant":
             answer_pending()
             blocks = _assistant_blocks(message)
-            if blocks:
+            if blocks and out and out[-1]["role"] == "assistant":  # roles alternate: one turn
+                out[-1]["content"] += blocks
+            elif blocks:
                 out.append({"role": "assistant", "content": blocks})
+            if blocks:
                 pending.update(dict.fromkeys(b["id"] for b in blocks if b["type"] == "tool_use"))
             continue
         results, other = _user_blocks(message, pending)
@@ -140,9 +154,13 @@ def anthropic_tools(session: Session) -> list[dict[str, Any]]:
             for tool in tools or ()]
 
 
-def anthropic_request(session: Session) -> dict[str, Any]:
-    """``messages`` plus ``system`` and ``tools`` when the header has them: ``create(**this, ...)``."""
-    body: dict[str, Any] = {"messages": to_anthropic_messages(session)}
+def anthropic_request(session: Session, messages: Sequence[Any] | None = None) -> dict[str, Any]:
+    """``messages`` plus ``system`` and ``tools`` when the header has them: ``create(**this, ...)``.
+
+    ``messages`` defaults to ``derive_messages()`` (the next request); an export passes others.
+    """
+    body: dict[str, Any] = {"messages": anthropic_messages(
+        session.derive_messages() if messages is None else messages)}
     system = anthropic_system(session)
     if system:
         body["system"] = system

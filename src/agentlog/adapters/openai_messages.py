@@ -15,7 +15,7 @@ from agentlog.jsonvalue import dumps, thaw
 from agentlog.repair import NOT_STARTED_TEXT
 from agentlog.session import Session
 
-__all__ = ["ReasoningReplay", "chat_header", "chat_tools", "to_chat_messages"]
+__all__ = ["ReasoningReplay", "chat_header", "chat_messages", "chat_tools", "to_chat_messages"]
 
 ReasoningReplay = Literal["deepseek", "all", "none"]
 """Which assistant messages carry ``reasoning_content`` back to the provider."""
@@ -118,10 +118,15 @@ def to_chat_messages(session: Session, *, reasoning: ReasoningReplay = "deepseek
     (thinking mode: those between two user messages that made tool calls, which the API
     requires back; others are dropped), ``"all"`` or ``"none"``.
     """
-    messages = session.derive_messages()
-    builder = _Builder()
     header = session.request_header()
     system = header.get("system") if header is not None else None
+    return chat_messages(session.derive_messages(), system=system, reasoning=reasoning)
+
+
+def chat_messages(messages: Sequence[Any], *, system: Any = None,
+                  reasoning: ReasoningReplay = "deepseek") -> list[dict[str, Any]]:
+    """Chat Completions ``messages`` from agentlog messages (any list: a surface or a transcript)."""
+    builder = _Builder()
     if system:
         builder.plain("system", system)
     keep = _segments_with_tools(messages) if reasoning == "deepseek" else set()

@@ -15,31 +15,16 @@ from agentlog.errors import AgentlogError
 from agentlog.jsonvalue import dumps
 from agentlog.message_text import compact, text_of
 from agentlog.store.records import Unreadable
+from agentlog.visible import json_visible
+from agentlog.visible import visible as visible  # re-exported: the CLI modules print through it
 
 console = Console(highlight=False, markup=False, soft_wrap=True)  # never break ids and paths
 errors = Console(stderr=True, highlight=False, markup=False)
 
 
-INVISIBLE = {
-    code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-    for code in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0),
-                 0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-}
-"""Terminal controls (C0 but tab and newline, DEL, C1) and bidirectional controls, shown escaped."""
-
-
-def visible(text: str) -> str:
-    """``text`` with every control a terminal or a bidi algorithm would act on shown as an escape."""
-    return text.translate(INVISIBLE)
-
-
 def safe(text: str) -> str:
     """``visible`` text, escaped for rich markup."""
     return escape(visible(text))
-
-
-_JSON_INVISIBLE = {code: f"\\u{code:04x}" for code in INVISIBLE if code >= 0x7F}
-"""What orjson leaves raw in strings (DEL, C1, bidi controls), as JSON escapes of the same text."""
 
 
 def json_text(value: Any, *, indent: bool = True) -> str:
@@ -53,7 +38,7 @@ def json_text(value: Any, *, indent: bool = True) -> str:
 
 def json_safe(raw: str) -> str:
     """Encoded JSON with DEL, C1 and bidi controls escaped (orjson escapes only C0)."""
-    return raw.translate(_JSON_INVISIBLE)
+    return json_visible(raw)
 
 
 def print_json(value: Any, *, indent: bool = True) -> None:

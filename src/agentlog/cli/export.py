@@ -1,0 +1,99 @@
+"""``agentlog export``: a stored session in a provider's request format, Markdown, HTML or DSH JSONL."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import click
+
+from agentlog.cli.app import State, handled
+from agentlog.cli.render import console, safe
+from agentlog.errors import UsageError
+from agentlog.exporters import EXPORTERS, View, export
+from agentlog.header import SessionHeader
+from agentlog.store.base import Store
+from agentlog.store.jsonl import JsonlStore
+from agentlog.store.sqlite import SqliteStore
+from agentlog.visible import json_visible
+
+
+def write_output(data: bytes, output: Path | None) -> None:
+    """``data`` to ``output`` (whole or not at all: a temp file renamed over it) or to stdout.
+
+    On a terminal, controls that survived the format are written as JSON ``\\u`` escapes: the
+    JSON formats parse the same, and the human formats have none left.
+    """
+    if output is None:
+        if sys.stdout.isatty():
+            data = json_visible(data.decode()).encode()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    temp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        with open(temp, "xb") as file:
+            file.write(data)
+        os.replace(temp, output)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+def refuse_store_paths(store: Store, header: SessionHeader, output: Path) -> None:
+    """An export never lands in the store: not inside a JSONL root, not over a database or its side files."""
+    target = output.resolve()
+    if isinstance(store, JsonlStore):
+        guarded, inside = store.root, target.is_relative_to(store.root)
+    elif isinstance(store, SqliteStore) and not store.memory:  # the database, -wal, -shm, .locks/
+        guarded = Path(store.path).resolve()
+        inside = str(target).startswith(str(guarded))
+    else:
+        return
+    if inside:
+        raise UsageError(f"refusing to write the export to {output}: it is inside the store ({guarded})",
+                         session_id=header.id)
+
+
+@click.command(name="export")
+@click.argument("session_id")
+@click.option("--format", "-f", "fmt", required=True, type=click.Choice(list(EXPORTERS)),
+              help="openai-chat or anthropic: a request body; markdown or html: a transcript; "
+                   "jsonl: the whole log as a DSH transcript.")
+@click.option("--surface", "view", flag_value="surface", default=None,
+              help="What the model sees now (default for openai-chat and anthropic).")
+@click.option("--log", "view", flag_value="log",
+              help="The whole human transcript (default for markdown and html).")
+@click.option("--redact", is_flag=True,
+              help="Replace secrets (API keys, tokens, private keys, passwords) with [REDACTED:kind].")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write to this file (replaced whole) instead of stdout.")
+@click.pass_obj
+@handled
+def export_session(state: State, session_id: str, fmt: str, view: View | None, redact: bool,
+                   output: Path | None) -> None:
+    """Export a session; the stored log is read, never changed.
+
+    \b
+    openai-chat  {"messages", "tools"}: chat.completions.create(model=..., **body)
+    anthropic    {"system", "messages", "tools"}: messages.create(model=..., max_tokens=..., **body)
+    markdown     a readable transcript
+    html         one self-contained page (no script, no external asset, strict CSP)
+    jsonl        the whole log as a DSH-readable transcript (views do not apply)
+
+    A surface export is the next request; a log export is every message the user saw, with
+    compaction summaries left out. --redact is the supported way to share a transcript:
+    compaction shortens what the model sees but deletes nothing from the log.
+    """
+    with state.store(create=False) as store:
+        inspection = store.inspect(session_id)
+        if output is not None:
+            refuse_store_paths(store, inspection.header, output)
+    data = export(inspection.header, inspection.events, fmt, view=view, redact=redact)
+    write_output(data, output)
+    if output is not None:
+        console.print(f"wrote {len(data)} bytes ({fmt}) to {safe(str(output))}")
