@@ -5,7 +5,7 @@ The public API lives here and only here; submodules are implementation.
 
 from agentlog.compaction.config import CompactionConfig
 from agentlog.compaction.engine import Compactor
-from agentlog.compaction.fidelity import FidelityReport, compaction_fidelity
+from agentlog.compaction.fidelity_score import FidelityReport, compaction_fidelity
 from agentlog.compaction.invariants import CompactionInvariantChecker
 from agentlog.compaction.pruner import ToolResultPruner
 from agentlog.compaction.result import CompactionResult

@@ -8,19 +8,14 @@ from pathlib import Path
 import pytest
 
 from agentlog.compaction.engine import Compactor
-from agentlog.compaction.fidelity import (
-    CATEGORIES,
-    compaction_fidelity,
-    constraint_sentences,
-    extract_facts,
-    match_text,
-)
+from agentlog.compaction.fidelity import constraint_sentences, extract_facts
 from agentlog.compaction.fidelity_report import (
     fidelity_table,
     load_claude_code_compaction,
     run,
     spotter_sessions,
 )
+from agentlog.compaction.fidelity_score import CATEGORIES, compaction_fidelity, match_text
 from agentlog.compaction.summarizers import ExtractiveSummarizer
 from agentlog.recorder import Recorder
 from tests.compaction.helpers import HEADER, new_session

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentlog.compaction.fidelity import message_texts, tool_calls
+from agentlog.compaction.reading import message_texts, tool_calls
 from agentlog.compaction.summarizers import (
     SECTIONS,
     SUMMARY_INSTRUCTION,

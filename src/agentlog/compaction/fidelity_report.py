@@ -21,13 +21,8 @@ from typing import Any
 
 import orjson
 
-from agentlog.compaction.fidelity import (
-    CATEGORIES,
-    FidelityReport,
-    compaction_fidelity,
-    message_texts,
-    tool_calls,
-)
+from agentlog.compaction.fidelity_score import CATEGORIES, FidelityReport, compaction_fidelity
+from agentlog.compaction.reading import message_texts, tool_calls
 from agentlog.compaction.summarizers import ExtractiveSummarizer
 from agentlog.compaction.summary import SummaryRequest
 from agentlog.jsonvalue import freeze

@@ -11,7 +11,19 @@ from typing import Any, Protocol
 
 from agentlog.messages import Message
 
-__all__ = ["SummaryRequest", "SummaryResult", "Summarizer"]
+__all__ = ["SECTIONS", "SummaryRequest", "SummaryResult", "Summarizer"]
+
+SECTIONS: tuple[str, ...] = (
+    "Primary Request and Intent",
+    "Key Technical Concepts",
+    "Files and Code",
+    "Errors and Fixes",
+    "Pending Jobs",
+    "Current Work",
+    "Next Step",
+    "Critical Context",
+)
+"""The checkpoint's eight sections, in order (spec compaction S3)."""
 
 
 @dataclass(frozen=True, slots=True)
