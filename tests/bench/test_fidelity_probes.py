@@ -56,6 +56,8 @@ def test_terms_start_at_a_word_and_numbers_stand_alone() -> None:
     assert not recalled(probe(("386",),), score_windows("ran 3861 tests"))
     assert recalled(probe(("386",),), score_windows("386 tests, 0 failures"))
     assert not recalled(probe(("oban",),), score_windows("ash_oban compiled"))
+    assert recalled(probe(("add_state",),), score_windows("migrations/20260211205820_add_state.exs"))
+    assert recalled(probe(("conntest",),), score_windows("import Phoenix.ConnTest.get/2"))
 
 
 def score_windows(text: str) -> list[str]:

@@ -157,8 +157,9 @@ def test_extractive_tracks_issue_tracker_claims() -> None:
     ]
     out = summarize_text(ExtractiveSummarizer(max_ratio=None), messages)
     pending = out.split("## Pending Jobs")[1].split("##")[0]
-    assert "[ ] proj-9.2: Wire the exporter into the CLI" in pending
-    assert "proj-9.1" not in pending
+    assert "[in progress] proj-9.2: Wire the exporter into the CLI" in pending
+    assert "[done] proj-9.1" in pending  # finished: demoted, not lost
+    assert "[in progress] proj-9.1" not in pending
 
 
 def test_extractive_merges_a_prior_checkpoint() -> None:

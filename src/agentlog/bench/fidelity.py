@@ -30,7 +30,10 @@ from agentlog.compaction.summarizer_extractive import ExtractiveSummarizer
 from agentlog.compaction.tokens import Pricer
 from agentlog.messages import Message
 
-__all__ = ["CANDIDATES", "SUITE", "Candidate", "Scored", "evaluate", "fidelity_markdown", "transcript_text"]
+__all__ = [
+    "CANDIDATES", "POLICIES", "SUITE", "Candidate", "PolicyRow", "Scored", "evaluate", "fidelity_markdown",
+    "policy_markdown", "policy_rows", "pruned_messages", "transcript_text",
+]
 
 OVERALL_TARGET: Final = Target(">=", 0.95)
 CATEGORY_TARGET: Final = Target(">=", 0.90)
@@ -114,10 +117,9 @@ class Scored:
 
 
 def _fit_tokens(summarize: Summarize, messages: Sequence[Message], tokens: int,
-                count: Callable[[str], int], start: int) -> str:
-    """The candidate's text at Claude's character budget if it fits ``tokens``, else the largest
-    one that does (binary search on the character budget)."""
-    text = summarize(messages, start)
+                count: Callable[[str], int], start: int, text: str) -> str:
+    """``text`` (the candidate at Claude's character budget ``start``) if it fits ``tokens``, else
+    the largest text of the candidate that does (binary search on the character budget)."""
     if count(text) <= tokens:
         return text
     low, high = 0, start - 1
@@ -161,7 +163,7 @@ def evaluate(compactions: Sequence[ClaudeCompaction], probe_sets: Sequence[Probe
             text = candidate.summarize(compaction.messages, chars)
             rows.append(Scored(compaction.session_id, candidate.name, "chars", len(text), count(text),
                                score(probes, text)))
-            fitted = _fit_tokens(candidate.summarize, compaction.messages, tokens, count, chars)
+            fitted = _fit_tokens(candidate.summarize, compaction.messages, tokens, count, chars, text)
             rows.append(Scored(compaction.session_id, candidate.name, "tokens", len(fitted), count(fitted),
                                score(probes, fitted)))
     return rows
@@ -198,6 +200,48 @@ def fidelity_markdown(rows: Sequence[Scored]) -> str:
         by = {r.session: r for r in group}
         cells = [f"{100 * by[s].score.recall():.0f}%" for s in sessions]
         out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRow:
+    """What replaces the history under one policy, for one session: its size and its recall."""
+
+    session: str
+    policy: str
+    tokens: int
+    score: ProbeScore
+
+
+POLICIES: Final = ("history as it was", "tool results pruned (no summary)", "agentlog extractive summary",
+                   "tool results pruned, then summarized", "Claude's summary")
+
+
+def policy_rows(compactions: Sequence[ClaudeCompaction], probe_sets: Sequence[ProbeSet],
+                count: Callable[[str], int]) -> list[PolicyRow]:
+    """Pruning old tool results against summarizing: tokens left and probes kept, per session."""
+    by_session = {p.session: p for p in probe_sets}
+    rows: list[PolicyRow] = []
+    for compaction in compactions:
+        probes = by_session[compaction.session_id].probes
+        budget = len(compaction.summary)
+        texts = (transcript_text(compaction.messages), transcript_text(pruned_messages(compaction.messages)),
+                 _extractive(compaction.messages, budget), _pruned_extractive(compaction.messages, budget),
+                 compaction.summary)
+        rows.extend(PolicyRow(compaction.session_id, policy, count(text), score(probes, text))
+                    for policy, text in zip(POLICIES, texts, strict=True))
+    return rows
+
+
+def policy_markdown(rows: Sequence[PolicyRow]) -> str:
+    """Tokens left, recall and probes kept per 1,000 tokens, summed over sessions, per policy."""
+    out = ["| policy | tokens | recall | probes kept per 1k tokens |", "|---|---:|---:|---:|"]
+    for policy in POLICIES:
+        mine = [r for r in rows if r.policy == policy]
+        tokens = sum(r.tokens for r in mine)
+        kept = sum(r.score.by_category[c][0] for r in mine for c in r.score.by_category)
+        total = sum(r.score.by_category[c][1] for r in mine for c in r.score.by_category)
+        out.append(f"| {policy} | {tokens:,} | {100 * kept / total:.0f}% | {1000 * kept / tokens:.2f} |")
     return "\n".join(out)
 
 
@@ -239,6 +283,7 @@ def _run(ctx: Context) -> None:
     ctx.compare(Comparison("probe recall by category", caption, columns, labelled))
     ctx.note(f"probes: bench/data/fidelity_probes.json sha256 {probe_digest()}")
     ctx.note(fidelity_markdown(rows))
+    ctx.note(policy_markdown(policy_rows(compactions, load_probe_sets(), count)))
 
 
 SUITE: Final = Suite("fidelity", "probe recall of real compaction summaries, at Claude's size", _run)

@@ -117,15 +117,20 @@ def _normalize(text: str) -> str:
 
 
 def _occurs(term: str, text: str) -> bool:
-    """``term`` at the start of a word (and, for a number, not inside a longer one)."""
+    """``term`` at the start of a word: not after a letter or digit, nor after ``_`` (``ash_oban``
+    is not ``oban``) unless a digit precedes it (``20260211_add_state``), nor after ``.`` when
+    it continues into a longer word (``this.pushEvent``); a number not inside a longer one."""
     start = text.find(term)
-    numeric = term.isdigit()
     while start >= 0:
+        end = start + len(term)
         before = text[start - 1] if start else " "
-        after_at = start + len(term)
-        after = text[after_at] if after_at < len(text) else " "
-        glued = before.isalnum() or (term[0].isalnum() and before in "_.")
-        if not glued and not (numeric and after.isdigit()):
+        after = text[end] if end < len(text) else " "
+        glued = before.isalnum()
+        if term[0].isalnum() and before == "_":
+            glued = not (start >= 2 and text[start - 2].isdigit())
+        elif term[0].isalnum() and before == ".":
+            glued = after.isalnum() or after == "_"
+        if not glued and not (term.isdigit() and after.isdigit()):
             return True
         start = text.find(term, start + 1)
     return False
