@@ -28,7 +28,7 @@ from agentlog.openai_wire import (
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["SUMMARY_INSTRUCTION", "OpenAICompatibleSummarizer"]
+__all__ = ["SHORTER_FACTOR", "SHORTER_INSTRUCTION", "SUMMARY_INSTRUCTION", "OpenAICompatibleSummarizer"]
 
 SUMMARY_INSTRUCTION = """\
 Stop working on the task for a moment: your job now is to compact the conversation above. \
@@ -40,24 +40,30 @@ Write exactly these eight Markdown sections, in this order, each a level-2 headi
 terse bullet points. Under a section with nothing to say, write "(none)".
 
 ## Primary Request and Intent
-What the user asked for and why. Quote the user's own words verbatim wherever the wording matters.
+What the user asked for and why, and every message the user wrote (not tool results), quoted \
+verbatim where the wording matters.
 ## Key Technical Concepts
 Technologies, frameworks, patterns and terms in play.
 ## Files and Code
-Exact paths of the files read, created or changed, why each matters, and the key changes \
-(short code fragments where they are essential).
+Exact paths of the files read, created or changed; for each changed file, what the change \
+introduced (modules, functions, classes, routes, events) and why (short code fragments where \
+they are essential).
 ## Errors and Fixes
-Each error met (the exact message), how it was fixed, and what the user said about it.
+Each error met (the exact message), what fixed it (the change made and the run that then \
+passed), and what the user said about it.
 ## Pending Jobs
-Work the user asked for that is not finished.
+Work the user asked for that is not finished: every open or in-progress item of the task \
+tracker or todo list with its id and title, and requests the user queued. Mark finished items \
+as done rather than listing them as pending.
 ## Current Work
-What was being done right before this checkpoint.
+What was being done right before this checkpoint, and whether it is committed.
 ## Next Step
 One next action, in line with the user's most recent request.
 ## Critical Context
-Decisions and their reasons; every constraint and preference the user stated ("must", "never", \
-"don't", "always", "keep", "avoid", "only", ...), quoted verbatim; open questions; any data \
-needed to continue.
+Commit ids with their messages; the latest test counts with the command that produced them; \
+decisions and their reasons; every constraint and preference the user stated or the open \
+tasks' specifications require ("must", "never", "don't", "always", "keep", "avoid", "only", \
+...), quoted verbatim; open questions; any data needed to continue.
 
 Rules:
 - Write concise English engineering prose, whatever language the conversation used.
@@ -71,14 +77,27 @@ copying it forward.
 - Answer with the checkpoint text only. Do not call any tools."""
 """The instruction appended as the last user message of a model summarization (S3's intent)."""
 
+SHORTER_FACTOR = 0.4
+"""The retry after a truncation asks for at most this many words per token of the cap."""
+
+SHORTER_INSTRUCTION = """
+
+Your previous answer ran past the output limit. Write the whole checkpoint again in at most \
+{words} words: keep every section, the exact identifiers, paths, commit ids and open tasks, and \
+drop detail first."""
+"""Appended to the instruction when a summary hit its output cap; ``{words}`` is the new limit."""
+
 
 class OpenAICompatibleSummarizer:
     """Summarize through any OpenAI-compatible ``/chat/completions`` endpoint, streaming.
 
     The request is the shadowed messages in chat form, then one user message holding
     ``SUMMARY_INSTRUCTION``; the conversation's ``system`` and ``tools`` go along unchanged so
-    the provider's prompt cache is reused (S2). The API key is read from ``api_key_env`` at call
-    time and never logged; without one no Authorization header is sent (local servers).
+    the provider's prompt cache is reused (S2). The API key is ``api_key``, else read from
+    ``api_key_env`` at call time; it is never logged or shown, and without one no Authorization
+    header is sent (local servers). ``timeout`` bounds each read of the stream (seconds). When
+    a summary runs into its output cap (``max_tokens``), it is asked for once more in at most
+    ``SHORTER_FACTOR`` x cap words (``shorten_on_cap``); only a second truncation is an error.
     Transient failures (HTTP 408/409/429/5xx, connection errors) before the stream starts are
     retried ``max_retries`` times, honouring ``Retry-After`` up to ``max_retry_wait`` seconds.
     Cancelling the awaiting task closes the HTTP stream.
@@ -89,6 +108,7 @@ class OpenAICompatibleSummarizer:
         base_url: str,
         model: str,
         *,
+        api_key: str | None = None,
         api_key_env: str | None = "OPENAI_API_KEY",
         provider: str | None = None,
         max_tokens: int | None = None,
@@ -97,12 +117,18 @@ class OpenAICompatibleSummarizer:
         retry_backoff: float = 1.0,
         max_retry_wait: float = 60.0,
         instruction: str = SUMMARY_INSTRUCTION,
+        shorten_on_cap: bool = True,
     ) -> None:
         self._httpx = import_httpx()
         if not base_url or not model:
             raise ValueError("base_url and model must be non-empty")
         if max_tokens is not None and max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
+        if api_key is not None and (not isinstance(api_key, str) or not api_key.strip()):
+            raise ValueError("api_key must be a non-empty string (or None to read api_key_env)")
+        self._api_key = api_key
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env
@@ -113,6 +139,7 @@ class OpenAICompatibleSummarizer:
         self.retry_backoff = retry_backoff
         self.max_retry_wait = max_retry_wait
         self.instruction = instruction
+        self.shorten_on_cap = shorten_on_cap
 
     def __repr__(self) -> str:
         return (f"OpenAICompatibleSummarizer(base_url={self.base_url!r}, model={self.model!r}, "
@@ -122,13 +149,17 @@ class OpenAICompatibleSummarizer:
         """The ``max_tokens`` sent: the constructor's, else the request's, else 8192."""
         return self.max_tokens or request.max_tokens or 8192
 
-    def build_body(self, request: SummaryRequest) -> dict[str, Any]:
-        """The chat-completions request body for a summary request (S2)."""
+    def build_body(self, request: SummaryRequest, *, shorter: bool = False) -> dict[str, Any]:
+        """The chat-completions request body for a summary request (S2); ``shorter`` asks for a
+        checkpoint of at most ``SHORTER_FACTOR`` x cap words (the retry after a truncation)."""
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
         messages.extend(to_openai_messages(request.messages, session_id=request.session_id))
-        messages.append({"role": "user", "content": self.instruction})
+        instruction = self.instruction
+        if shorter:
+            instruction += SHORTER_INSTRUCTION.format(words=self.shorter_words(request))
+        messages.append({"role": "user", "content": instruction})
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         if request.tools:
             body["tools"] = to_openai_tools(request.tools)
@@ -137,28 +168,44 @@ class OpenAICompatibleSummarizer:
         body["stream_options"] = {"include_usage": True}
         return body
 
+    def shorter_words(self, request: SummaryRequest) -> int:
+        """The word limit of the retry after a truncated summary."""
+        return max(50, int(self.cap(request) * SHORTER_FACTOR))
+
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
-        """Stream one summary; raise ``SummarizerError`` on any failure (S4)."""
-        payload = dumps(self.build_body(request))
+        """Stream one summary (a shorter one if it hit the cap); raise ``SummarizerError`` on any
+        failure (S4)."""
+        stream = await self._complete(self.build_body(request), request.session_id)
+        shortened = False
+        if stream.finish == "length" and self.shorten_on_cap:
+            stream = await self._complete(self.build_body(request, shorter=True), request.session_id)
+            shortened = True
+        return self._result(stream, request, shortened=shortened)
+
+    def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        key = self._api_key or (os.environ.get(self.api_key_env) if self.api_key_env else None)
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    async def _complete(self, body: dict[str, Any], session_id: str | None) -> CompletionStream:
+        """One streamed completion, retrying transient failures before the stream starts."""
+        payload = dumps(body)
+        headers = self._headers()
         httpx = self._httpx
         timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0))
         attempt = 0
         async with httpx.AsyncClient(timeout=timeout) as client:
             while True:
                 try:
-                    stream = await self._attempt(client, payload, headers, request.session_id)
-                    break
+                    return await self._attempt(client, payload, headers, session_id)
                 except SummarizerError as exc:
                     delay = self._retry_delay(exc, attempt)
                     if delay is None:
                         raise
                 attempt += 1
                 await asyncio.sleep(delay)
-        return self._result(stream, request)
 
     def _retry_delay(self, error: SummarizerError, attempt: int) -> float | None:
         if not error.retryable or attempt >= self.max_retries:
@@ -210,14 +257,16 @@ class OpenAICompatibleSummarizer:
             stream.feed(chunk)
         return stream
 
-    def _result(self, stream: CompletionStream, request: SummaryRequest) -> SummaryResult:
+    def _result(self, stream: CompletionStream, request: SummaryRequest, *, shortened: bool) -> SummaryResult:
         sid = request.session_id
         cap = self.cap(request)
         if stream.finish is None:
             raise SummarizerError("stream ended before a finish reason (incomplete summary)",
                                   code="PROVIDER_ERROR", session_id=sid)
         if stream.finish == "length":
-            raise SummarizerError(f"summary truncated at max_tokens={cap} (incomplete checkpoint)",
+            again = (f", also when asked for at most {self.shorter_words(request)} words"
+                     if shortened else "")
+            raise SummarizerError(f"summary truncated at max_tokens={cap}{again} (incomplete checkpoint)",
                                   code="MAX_TOKENS", session_id=sid)
         if stream.finish not in ("stop", "tool_calls", "function_call", "eos", "end_turn"):
             code = "CONTENT_FILTER" if stream.finish == "content_filter" else "PROVIDER_ERROR"
