@@ -17,6 +17,7 @@ from agentlog.compaction.fidelity_report import (
 )
 from agentlog.compaction.summarizer_extractive import ExtractiveSummarizer
 from agentlog.compaction.summary import SECTIONS
+from agentlog.jsonvalue import freeze
 from tests.compaction.test_summarizers import assistant, call, result, text, user
 
 SHOW = """○ app-x.2 · Add the review page   [● P2 · OPEN]
@@ -207,3 +208,37 @@ def test_the_real_checkpoint_is_deterministic_and_respects_every_budget(spotter:
         assert out.startswith("## Primary Request and Intent")
     small = ExtractiveSummarizer(budget_chars=3_000, max_ratio=None).summarize_text(messages)
     assert "spotter-gqc.6" in small and "spotter-gqc.7" in small  # open work survives a small budget
+
+
+def test_the_agents_own_task_list_and_the_users_slash_command_reach_the_checkpoint() -> None:
+    notice = {"kind": "plugin", "plugin": "claude-code", "form": "notice"}
+    messages = [
+        freeze({"id": "n1", "role": "user", "source": notice, "content": [text(
+            "<command-message>erk:plan-implement</command-message>\n<command-name>/erk:plan-implement"
+            "</command-name>\n<command-args>8107</command-args>")]}),
+        freeze({"id": "n2", "role": "user", "source": notice, "content": [text(
+            "# /erk:plan-implement\n\n**Important:** `.impl/plan.md` is immutable - NEVER edit during "
+            "implementation")]}),
+        freeze({"id": "n3", "role": "user", "source": notice, "content": [text(
+            "<command-name>/clear</command-name>")]}),
+        assistant(call("k1", "TaskCreate", {"subject": "Add the gateway method", "description": "..."}),
+                  call("k2", "TaskCreate", {"subject": "Run the checks", "description": "..."})),
+        result("k1", "Task #1 created successfully: Add the gateway method"),
+        result("k2", "Task #2 created successfully: Run the checks"),
+        assistant(call("u1", "TaskUpdate", {"taskId": "1", "status": "completed"}),
+                  call("u2", "TaskUpdate", {"taskId": "2", "status": "in_progress"})),
+        result("u1", "Updated task #1 status"),
+        result("u2", "Updated task #2 status"),
+        assistant(call("d1", "Task", {"description": "Run ruff", "prompt": "run ruff"})),
+        result("d1", "ruff check passed: All files are clean\nagentId: a1"),
+    ]
+    out = ExtractiveSummarizer(max_ratio=None).summarize_text(messages)
+    assert "User ran: `/erk:plan-implement 8107`" in section(out, "Primary Request and Intent")
+    assert "/clear" not in out
+    pending = section(out, "Pending Jobs")
+    assert "[in progress] task #2: Run the checks" in pending
+    assert "[done] task #1: Add the gateway method" in pending
+    assert "Finish task #2: Run the checks" in section(out, "Next Step")
+    critical = section(out, "Critical Context")
+    assert "Command instructions:" in critical and "NEVER edit during implementation" in critical
+    assert "Delegated agent reported: Run ruff: ruff check passed: All files are clean" in critical

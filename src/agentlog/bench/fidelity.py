@@ -1,9 +1,9 @@
 """The ``fidelity`` suite: what a successor can still recover after a real compaction.
 
-For each real Claude Code compaction in ``../shared/data/transcripts`` (the five spotter
-sessions), the hand-written probes of ``bench/data/fidelity_probes.json`` are looked up in
-Claude's own summary, in agentlog's summaries and in two baselines (the first and the last N
-characters of the history), every candidate at the size of Claude's summary: once at equal
+For each real Claude Code compaction in ``../shared/data`` (five spotter sessions, three
+held-out ones from other projects), the hand-written probes of ``bench/data/fidelity_probes.json``
+are looked up in Claude's own summary, in agentlog's summaries and in two baselines (the first and
+the last N characters of the history), every candidate at the size of Claude's summary: once at equal
 characters and once at equal tokens (the project's token meter; DeepSeek's exact tokenizer when
 the ``tokens`` extra is installed). Recall per category and overall, against Claude's.
 """
@@ -37,7 +37,6 @@ __all__ = [
 
 OVERALL_TARGET: Final = Target(">=", 0.95)
 CATEGORY_TARGET: Final = Target(">=", 0.90)
-_SPOTTER = Path("claude-code/marot__spotter/test/fixtures/transcripts")
 
 Summarize = Callable[[Sequence[Message], int], str]
 """A candidate: the shadowed messages and a character budget -> the checkpoint text."""
@@ -245,22 +244,31 @@ def policy_markdown(rows: Sequence[PolicyRow]) -> str:
     return "\n".join(out)
 
 
-def load_compactions(transcripts: Path) -> list[ClaudeCompaction]:
-    """The five spotter compactions (a FileNotFoundError names the directory when absent)."""
-    paths = sorted((transcripts / _SPOTTER).glob("*.jsonl"))
-    if not paths:
-        raise FileNotFoundError(f"no Claude Code sessions with a compaction under {transcripts / _SPOTTER}")
-    return [load_claude_code_compaction(path) for path in paths]
+def load_compactions(data: Path, probe_sets: Sequence[ProbeSet]) -> list[ClaudeCompaction]:
+    """The compaction of every probe set, read from ``data`` (``../shared/data``); a missing
+    transcript is a FileNotFoundError naming it."""
+    compactions: list[ClaudeCompaction] = []
+    for probe_set in probe_sets:
+        path = data / probe_set.file
+        if not path.is_file():
+            raise FileNotFoundError(f"transcript of probe set {probe_set.session} not found: {path}")
+        compaction = load_claude_code_compaction(path)
+        if compaction.session_id != probe_set.session:
+            raise ValueError(f"{path}: session {compaction.session_id}, but the probe set is for "
+                             f"{probe_set.session}")
+        compactions.append(compaction)
+    return compactions
 
 
 def _run(ctx: Context) -> None:
-    transcripts = default_transcripts_dir()
-    if not transcripts.is_dir() and not os.environ.get("CI"):
-        ctx.note(f"skipped: no transcripts at {transcripts} (../shared/data beside the repository)")
+    data = default_transcripts_dir().parent
+    if not data.is_dir() and not os.environ.get("CI"):
+        ctx.note(f"skipped: no data at {data} (../shared/data beside the repository)")
         return
-    compactions = load_compactions(transcripts)
+    probe_sets = load_probe_sets()
+    compactions = load_compactions(data, probe_sets)
     meter, count = token_counter()
-    rows = evaluate(compactions, load_probe_sets(), count)
+    rows = evaluate(compactions, probe_sets, count)
     claude_got, claude_total = _pooled([r for r in rows if r.size == "claude"], None)
     for label, group in _groups(rows):
         if group[0].candidate != CANDIDATES[0].name:
@@ -283,7 +291,10 @@ def _run(ctx: Context) -> None:
     ctx.compare(Comparison("probe recall by category", caption, columns, labelled))
     ctx.note(f"probes: bench/data/fidelity_probes.json sha256 {probe_digest()}")
     ctx.note(fidelity_markdown(rows))
-    ctx.note(policy_markdown(policy_rows(compactions, load_probe_sets(), count)))
+    for name in dict.fromkeys(p.group for p in probe_sets):
+        sessions = {p.session for p in probe_sets if p.group == name}
+        ctx.note(f"{name} sessions only:\n" + fidelity_markdown([r for r in rows if r.session in sessions]))
+    ctx.note(policy_markdown(policy_rows(compactions, probe_sets, count)))
 
 
 SUITE: Final = Suite("fidelity", "probe recall of real compaction summaries, at Claude's size", _run)

@@ -27,6 +27,7 @@ __all__ = [
     "ProbeScore",
     "load_probe_sets",
     "probe_digest",
+    "probe_set_digests",
     "probe_file_bytes",
     "recalled",
     "score",
@@ -58,6 +59,10 @@ class ProbeSet:
 
     session: str
     probes: tuple[Probe, ...]
+    file: str = ""
+    """The session's transcript, relative to ``../shared/data``."""
+    group: str = ""
+    """``spotter`` (written before the summarizer was rebuilt) or ``held-out`` (after; not tuned on)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +113,17 @@ def load_probe_sets(data: bytes | None = None) -> tuple[ProbeSet, ...]:
         ids = [p.id for p in probes]
         if len(set(ids)) != len(ids):
             raise ValueError(f"probe set {session}: duplicate probe ids")
-        sets.append(ProbeSet(session, probes))
+        sets.append(ProbeSet(session, probes, str(raw.get("file", "")), str(raw.get("group", ""))))
     return tuple(sets)
+
+
+def probe_set_digests(data: bytes | None = None) -> dict[str, str]:
+    """SHA-256 of each set's probes (canonical JSON, sorted keys), by session: a set cannot change
+    without its digest changing, and adding a set leaves the others' digests as they were."""
+    parsed = orjson.loads(probe_file_bytes() if data is None else data)
+    canonical = {str(raw.get("session")): orjson.dumps(raw.get("probes"), option=orjson.OPT_SORT_KEYS)
+                 for raw in parsed.get("sessions", ())}
+    return {session: hashlib.sha256(probes).hexdigest() for session, probes in canonical.items()}
 
 
 def _normalize(text: str) -> str:

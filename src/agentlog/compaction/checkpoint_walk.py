@@ -11,13 +11,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentlog.compaction.checkpoint_facts import Commit, Tracker, change_notes, commits
-from agentlog.compaction.fidelity import result_lines
+from agentlog.compaction.checkpoint_facts import Commit, Issue, Tracker, change_notes, commits
+from agentlog.compaction.fidelity import constraint_sentences, result_lines
 from agentlog.compaction.reading import (
+    NOTICE_PREFIXES,
     command_text,
     is_tool_result,
     is_user_request,
     message_texts,
+    slash_command,
     tool_calls,
     tool_result_call_id,
     tool_result_is_error,
@@ -27,7 +29,8 @@ __all__ = ["ErrorFix", "TestRun", "Walk", "is_file_path", "relative"]
 
 _FIRST_SENTENCE = re.compile(r"^(.{20,240}?[.!?])(?:\s|$)", re.DOTALL)
 _EXPLORING = re.compile(r"^\s*(?:ls|find|cat|head|tail|grep|rg|which|stat|file|wc|tree)\b")
-_FAILED_COUNT = re.compile(r"\b[1-9]\d* (?:failures?|failed|errors?)\b", re.IGNORECASE)
+_FAILED_COUNT = re.compile(r"\b[1-9]\d* (?:\w+ )?(?:failures?|failed|errors?)\b|^\W*\w+ failed\b",
+                           re.IGNORECASE)
 _TEST_COUNT = re.compile(r"\b\d+ (?:tests?|examples?|doctests?|passed|properties)\b", re.IGNORECASE)
 _DECISION = re.compile(
     r"\b(?:instead of|rather than|decided|because|so that|the (?:issue|problem|cause) (?:is|was)|root cause|"
@@ -36,6 +39,11 @@ _DECISION = re.compile(
     re.IGNORECASE,
 )
 _PATH_ARGS = ("file_path", "path", "notebook_path", "filename")
+_PLAN_DOC = re.compile(
+    r"(?:^|/)(?:\.impl/[^/]+|[^/]*(?:plan|spec|design|requirements|tasks?|todo)[^/]*)\.md$", re.IGNORECASE)
+_LISTING_PREFIX = re.compile(r"^\s*\d+(?:→|\t)")
+_TASK_CREATED = re.compile(r"Task #(\w+) created")
+_ANALYSIS_CHARS = 400
 _WRITE_TOOL = re.compile(r"edit|write|patch|replace|create|insert|apply", re.IGNORECASE)
 
 
@@ -121,6 +129,18 @@ class Walk:
         self.last_text: str | None = None
         self.recent_calls: list[str] = []
         self.modules: dict[str, None] = {}
+        self.tasks: dict[str, Issue] = {}
+        """The agent's own task list (``TaskCreate``/``TaskUpdate``), by task id."""
+        self.commands: list[str] = []
+        """Commands the user ran (``/erk:plan-implement 8107``)."""
+        self.instructions: list[str] = []
+        """Directive sentences of command and skill bodies the harness expanded for the user."""
+        self.documents: dict[str, list[str]] = {}
+        """Headings and bullets of the plan or spec documents the agent read, by path."""
+        self.delegated: list[str] = []
+        """What delegated agents (``Task``) reported: their task, then the first lines of the report."""
+        self.analyses: list[str] = []
+        """The assistant's longer notes (findings, designs), oldest first."""
         self._calls: dict[str, _Call] = {}
         self._open: list[ErrorFix] = []
 
@@ -134,11 +154,25 @@ class Walk:
                 self._result(message)
             elif is_user_request(message):
                 self._open = []  # the user spoke: earlier errors are no longer waiting for a fix
+            else:
+                self._notice(message)
+
+    def _notice(self, message: Any) -> None:
+        """A user-role message the harness wrote: a command the user ran, or its expanded body."""
+        command = slash_command(message)
+        if command is not None:
+            self.commands.append(command)
+            return
+        text = "\n".join(message_texts(message)).strip()
+        if text.startswith("#") and not text.startswith(NOTICE_PREFIXES):
+            self.instructions.extend(constraint_sentences(text, typed_by_user=False))
 
     def _assistant(self, message: Any) -> None:
         joined = "\n".join(t for t in message_texts(message) if t.strip()).strip()
         if joined:
             self.last_text = joined
+            if len(joined) >= _ANALYSIS_CHARS:
+                self.analyses.append(joined)
             first = _FIRST_SENTENCE.match(joined)
             for fix in self._open:
                 if fix.remark is None and first is not None:
@@ -152,6 +186,12 @@ class Walk:
     def _call(self, call_id: str, name: str, args: dict[str, Any]) -> None:
         command = command_text(args)
         self._calls[call_id] = _Call(name, command, args)
+        if name == "TaskUpdate" and isinstance(args.get("taskId"), (str, int)):
+            task_id = str(args["taskId"])
+            task = self.tasks.setdefault(task_id, Issue(task_id, order=len(self.tasks)))
+            status = str(args.get("status", "")).lower()
+            if status:
+                task.state = "closed" if status in ("completed", "done", "deleted", "cancelled") else status
         if command is not None:
             self.tracker.command(command)
             self.recent_calls.append(f"{name}: {_short(command)}")
@@ -167,6 +207,39 @@ class Walk:
             tools.append(name)
         if _WRITE_TOOL.search(name):
             self._edit(path, args)
+
+    def _delegation(self, call: _Call, text: str) -> None:
+        if call.name.lower() not in ("task", "agent", "subagent", "delegate"):
+            return
+        description = call.args.get("description")
+        lines = [line.strip() for line in text.splitlines()
+                 if line.strip() and not line.lstrip().startswith(("<", "agentId:"))][:3]
+        if lines:
+            label = f"{description}: " if isinstance(description, str) else ""
+            self.delegated.append(label + " / ".join(_short(line, 200) for line in lines))
+
+    def _task_created(self, call: _Call, text: str) -> None:
+        created = _TASK_CREATED.search(text) if call.name == "TaskCreate" else None
+        subject = call.args.get("subject")
+        if created is not None and isinstance(subject, str):
+            task = self.tasks.setdefault(created.group(1), Issue(created.group(1), order=len(self.tasks)))
+            task.title = subject.strip()
+
+    def _document(self, call: _Call, text: str) -> None:
+        """Keep the headings and bullets of a plan or spec the agent read (``.impl/plan.md``, ...)."""
+        path = next((v for k, v in call.args.items() if k in _PATH_ARGS and isinstance(v, str)), None)
+        if path is None or not _PLAN_DOC.search(path) or "Edit" in call.name or "Write" in call.name:
+            return
+        lines: list[str] = []
+        fenced = False
+        for raw in text.splitlines():
+            line = _LISTING_PREFIX.sub("", raw, count=1).rstrip()
+            if line.lstrip().startswith(("```", "~~~")):
+                fenced = not fenced
+                continue
+            if not fenced and line.lstrip().startswith(("#", "-", "*", "|")) and len(line.strip()) > 3:
+                lines.append(line.strip())
+        self.documents[path] = lines
 
     def _edit(self, path: str, args: dict[str, Any]) -> None:
         notes = self.file_notes.setdefault(path, [])
@@ -185,6 +258,10 @@ class Walk:
         text = "\n".join(message_texts(message))
         if command is not None and re.search(r"\b(?:bd|beads)\s", command):
             self.tracker.output(text)
+        if call is not None:
+            self._task_created(call, text)
+            self._document(call, text)
+            self._delegation(call, text)
         self.commits.extend(commits(text))
         errors, outcomes = result_lines(text, is_error=tool_result_is_error(message))
         for outcome in outcomes:

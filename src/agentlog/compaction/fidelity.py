@@ -93,7 +93,7 @@ def _prose_lines(text: str, *, strict: bool) -> Iterator[str]:
             indent = len(raw) - len(raw.lstrip())
             if indent > 4 or (indent > 0 and not _BULLET.match(stripped)):
                 continue
-            if _CODE_LINE.search(stripped) or _DIAGNOSTIC.match(stripped):
+            if _CODE_LINE.search(stripped) or _DIAGNOSTIC.match(stripped) or _GREP_PREFIX.match(stripped):
                 continue
         yield stripped
 

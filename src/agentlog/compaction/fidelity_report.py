@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from agentlog.compaction.fidelity_score import CATEGORIES, FidelityReport, compaction_fidelity
-from agentlog.compaction.reading import message_texts, tool_calls
+from agentlog.compaction.reading import NOTICE_PREFIXES, message_texts, tool_calls
 from agentlog.compaction.summarizers import ExtractiveSummarizer
 from agentlog.compaction.summary import SummaryRequest
 from agentlog.jsonvalue import freeze
@@ -41,8 +41,6 @@ __all__ = [
 ]
 
 _SPOTTER = Path("claude-code/marot__spotter/test/fixtures/transcripts")
-_NOTICE_PREFIXES = ("<task-notification>", "<command-", "<local-command", "<system-reminder>",
-                    "[Request interrupted", "Caveat:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +56,7 @@ class ClaudeCompaction:
 
 
 def _user_source(line: dict[str, Any], text: str) -> dict[str, Any]:
-    if line.get("isMeta") or text.lstrip().startswith(_NOTICE_PREFIXES):
+    if line.get("isMeta") or text.lstrip().startswith(NOTICE_PREFIXES):
         return {"kind": "plugin", "plugin": "claude-code", "form": "notice"}
     return {"kind": "user"}
 
@@ -160,7 +158,7 @@ def load_claude_code_compaction(path: Path) -> ClaudeCompaction:
                 messages.extend(_user_messages(line))
             elif kind == "queue-operation" and line.get("operation") == "enqueue":
                 text = line.get("content")
-                if isinstance(text, str) and text.strip() and not text.lstrip().startswith(_NOTICE_PREFIXES):
+                if isinstance(text, str) and text.strip() and not text.lstrip().startswith(NOTICE_PREFIXES):
                     messages.append({"id": f"queued-{len(messages)}", "role": "user",
                                      "content": [{"type": "text", "text": text}], "source": {"kind": "user"}})
     if summary is None:

@@ -16,6 +16,7 @@ import orjson
 __all__ = [
     "CHECKPOINT_CLOSE",
     "CHECKPOINT_OPEN",
+    "NOTICE_PREFIXES",
     "ToolCall",
     "command_text",
     "find_checkpoint_summary",
@@ -24,6 +25,7 @@ __all__ = [
     "is_user_request",
     "message_texts",
     "normalize",
+    "slash_command",
     "tool_calls",
     "tool_result_call_id",
     "tool_result_is_error",
@@ -32,8 +34,14 @@ __all__ = [
 CHECKPOINT_OPEN = "<compacted-summary>"
 CHECKPOINT_CLOSE = "</compacted-summary>"
 
-_NOTICE_PREFIXES = ("<task-notification>", "<command-", "<local-command", "<system-reminder>",
-                    "[Request interrupted", "Caveat:")
+NOTICE_PREFIXES: tuple[str, ...] = (
+    "<task-notification>", "<agent-notification>", "<command-", "<local-command", "<system-reminder>",
+    "[Request interrupted", "Caveat:")
+"""How texts a harness (not the user) put in a user message begin."""
+_COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+_SESSION_COMMANDS = frozenset({"/clear", "/compact", "/help", "/cost", "/status", "/model", "/config",
+                               "/login", "/logout", "/exit", "/resume", "/context", "/usage"})
 _COMMAND_KEYS = ("command", "cmd", "script")
 _WS = re.compile(r"\s+")
 _MARKUP = re.compile("[`*\"'\u201c\u201d\u2018\u2019]|(?<!\\w)_|_(?!\\w)")
@@ -104,7 +112,7 @@ def is_user_request(message: Any) -> bool:
     if kind not in (None, "user") or is_checkpoint(message):
         return False
     text = "\n".join(message_texts(message)).lstrip()
-    return bool(text) and not text.startswith(_NOTICE_PREFIXES)
+    return bool(text) and not text.startswith(NOTICE_PREFIXES)
 
 
 def tool_calls(message: Any) -> list[ToolCall]:
@@ -181,3 +189,19 @@ def command_text(args: dict[str, Any]) -> str | None:
 def normalize(text: str) -> str:
     """Case-folded text with markdown emphasis and quotes removed and whitespace collapsed."""
     return _WS.sub(" ", _MARKUP.sub("", text.casefold())).strip().rstrip(".;:,")
+
+
+def slash_command(message: Any) -> str | None:
+    """The command the user ran (``/erk:plan-implement 8107``) when a message records one; None
+    for other messages and for commands that only manage the session (``/clear``, ``/model``)."""
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return None
+    text = "\n".join(message_texts(message))
+    name = _COMMAND_NAME.search(text)
+    if name is None:
+        return None
+    command = name.group(1) if name.group(1).startswith("/") else "/" + name.group(1)
+    if command in _SESSION_COMMANDS:
+        return None
+    args = _COMMAND_ARGS.search(text)
+    return f"{command} {args.group(1).strip()}".strip() if args else command

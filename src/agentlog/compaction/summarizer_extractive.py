@@ -130,6 +130,12 @@ def _add_tracker(draft: Draft, walk: Walk) -> list[Issue]:
     for issue in issues:
         if issue.state == "closed":
             draft.add(_PENDING, 45, f"[done] {_issue_line(issue)}")
+    tasks = sorted(walk.tasks.values(),
+                   key=lambda t: (t.state != "in_progress", t.state == "closed", t.order))
+    for task in tasks:
+        state = {"in_progress": "in progress", "closed": "done"}.get(task.state, "open")
+        priority = {"in progress": 96, "open": 90}.get(state, 45)
+        draft.add(_PENDING, priority, f"[{state}] task #{task.id}: {task.title}")
     return active
 
 
@@ -152,6 +158,9 @@ def _add_work(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[Issue
         draft.add(_NEXT, 90, f"Start {_issue_line(active[0])}.")
     elif facts.open_todos:
         draft.add(_NEXT, 90, f"Continue with: {facts.open_todos[0]}")
+    elif any(t.state == "in_progress" for t in walk.tasks.values()):
+        task = next(t for t in walk.tasks.values() if t.state == "in_progress")
+        draft.add(_NEXT, 90, f"Finish task #{task.id}: {task.title}, then the open tasks of Pending Jobs.")
     elif facts.pending_request is not None:
         draft.add(_NEXT, 90, "Continue the latest request (see Pending Jobs).")
     else:
@@ -184,6 +193,16 @@ def _add_critical(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[I
         draft.add(_CRITICAL, priority, quote(constraint))
     for index, decision in enumerate(reversed(walk.decisions)):
         draft.add(_CRITICAL, 48 if index < 10 else 15, f"Decision: {clip(decision, 300)}")
+    for index, report in enumerate(reversed(walk.delegated)):
+        draft.add(_CRITICAL, 57 if index < 8 else 24, f"Delegated agent reported: {report}")
+    for sentence in walk.instructions:
+        draft.add(_CRITICAL, 60, f"Command instructions: {quote(sentence)}")
+    for path, lines in walk.documents.items():
+        for index, line in enumerate(lines):
+            shown = relative(path, facts.project_root)
+            draft.add(_CRITICAL, 66 if index < 20 else 28, f"`{shown}`: {clip(line, 300)}")
+    for index, note in enumerate(reversed(walk.analyses)):
+        draft.add(_CRITICAL, 36 if index < 3 else 14, f"Assistant notes: {quote(clip(note, 1500))}")
 
 
 def _collect(draft: Draft, messages: list[Any]) -> None:
@@ -195,6 +214,8 @@ def _collect(draft: Draft, messages: list[Any]) -> None:
         draft.add(_PRIMARY, KEEP, f"User: {quote(request)}")
     walk = Walk()
     walk.run(messages)
+    for command in walk.commands:
+        draft.add(_PRIMARY, KEEP, f"User ran: `{command}`")
     for root in sorted(walk.tracker.roots):
         epic = walk.tracker.issues.get(root)
         if epic is not None and epic.title:
