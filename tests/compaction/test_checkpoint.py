@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentlog.compaction.checkpoint_draft import KEEP, Draft
 from agentlog.compaction.checkpoint_facts import Tracker, change_notes, commits, issue_bodies, spec_lines
@@ -242,3 +244,28 @@ def test_the_agents_own_task_list_and_the_users_slash_command_reach_the_checkpoi
     critical = section(out, "Critical Context")
     assert "Command instructions:" in critical and "NEVER edit during implementation" in critical
     assert "Delegated agent reported: Run ruff: ruff check passed: All files are clean" in critical
+
+
+TOOL_NAMES = st.sampled_from(["Bash", "Edit", "Write", "Read", "TaskCreate", "TaskUpdate", "Task",
+                              "TodoWrite"])
+ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300) | st.sampled_from([
+    "[main 1a2b3c4] feat: x", "○ a-b.1 · Title   [● P2 · OPEN]", "✓ Closed a-b.1: done", "Task #1 created",
+    "\x1b]0;pwned\x07\x1b[2J", "3 passed, 1 failed", "** (RuntimeError) boom", "1. [● P2] [task] a-b.2: T"])
+ARGS = st.dictionaries(st.sampled_from(["command", "file_path", "new_string", "content", "subject", "taskId",
+                                        "status", "description", "edits"]),
+                       ANY_TEXT | st.integers() | st.lists(ANY_TEXT, max_size=3), max_size=4)
+
+
+@given(steps=st.lists(st.tuples(TOOL_NAMES, ARGS, ANY_TEXT, st.booleans()), max_size=12),
+       budget=st.integers(400, 5_000))
+@settings(max_examples=80, deadline=None)
+def test_hostile_tool_traffic_never_breaks_the_checkpoint(
+        steps: list[tuple[str, dict[str, object], str, bool]], budget: int) -> None:
+    messages = [user("Do the thing; never touch prod.")]
+    for index, (name, args, output, error) in enumerate(steps):
+        messages.append(assistant(call(f"c{index}", name, dict(args))))
+        messages.append(result(f"c{index}", output, error=error))
+    summarizer = ExtractiveSummarizer(budget_chars=budget, max_ratio=None)
+    out = summarizer.summarize_text(messages)
+    assert len(out) <= budget and out == summarizer.summarize_text(messages)
+    assert out.startswith("## Primary Request and Intent")

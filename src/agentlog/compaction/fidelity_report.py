@@ -1,6 +1,9 @@
-"""Compaction fidelity of Claude's own summaries and of ``ExtractiveSummarizer`` on real sessions.
+"""DIAGNOSTIC: extracted-fact fidelity of Claude's and ``ExtractiveSummarizer``'s summaries.
 
-Run ``python -m agentlog.compaction.fidelity_report [TRANSCRIPTS_DIR]``. Each Claude Code main
+Not the evaluation: it scores with the fact extractor the extractive summarizer is built from, so
+it cannot tell a better summary from a worse one. The evaluation is ``python -m agentlog.bench
+fidelity`` (hand-written probes). Run ``python -m agentlog.compaction.fidelity_report
+[TRANSCRIPTS_DIR]``. Each Claude Code main
 session under ``claude-code/marot__spotter`` holds one real compaction: a ``system`` line with
 subtype ``compact_boundary``, then a ``user`` line with ``isCompactSummary: true`` carrying
 Claude's summary. The history before the boundary is the shadowed range; both summaries are
@@ -297,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--missing", action="store_true", help="list the facts each summary lost")
     args = parser.parse_args(argv)
     results = run(args.transcripts or default_transcripts_dir())
+    print("DIAGNOSTIC ONLY (scored with the summarizer's own fact extractor); the evaluation is "
+          "`python -m agentlog.bench fidelity`.\n")
     print("Cells: strict (exact or normalized) / found (strict + partial) / facts.\n")
     print(fidelity_table(results))
     if args.missing:
