@@ -133,3 +133,32 @@ def test_the_compact_cli_names_stay_public() -> None:
     assert {"Compactor", "ExtractiveSummarizer", "OpenAICompatibleSummarizer", "PrunerConfig",
             "ModelPolicy"} <= set(agentlog.__all__)
     assert PrunerConfig().threshold_chars > 0 and ModelPolicy is agentlog.ModelPolicy
+
+
+def test_cancelling_a_compaction_waiting_on_a_plain_def_summarizer_closes_the_bracket() -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    class Slow:
+        def summarize(self, request: SummaryRequest) -> SummaryResult:
+            entered.set()
+            release.wait(5)
+            return PlainSummarizer().summarize(request)
+
+    session, _recorder = session_with_turns(4)
+
+    async def main() -> None:
+        task = asyncio.ensure_future(Compactor(Slow()).acompact_now(session))
+        while not entered.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        release.set()  # the worker thread finishes; its result is discarded
+
+    try:
+        asyncio.run(main())
+    finally:
+        release.set()
+    ends = [e for e in session.events if e.type == "compaction/end"]
+    assert len(ends) == 1 and ends[0].data["error"] == "CancelledError"
+    assert session.surface.replace_generation == 0
