@@ -63,7 +63,7 @@ def test_the_tracker_follows_listings_and_commands_of_the_worked_family_only() -
     tracker.command("bd ready; bd show app-x.2")
     tracker.output("1. [● P2] [epic] other-y: Unrelated epic\n2. [● P2] [task] app-x.2: Add the review page")
     tracker.output(SHOW)
-    tracker.command("bd update app-x.2 --status in_progress && bd close app-x.1")
+    tracker.command('bd update app-x.2 --status in_progress && bd close app-x.1 --reason="Done; tests pass"')
     states = {i.id: (i.state, i.title) for i in tracker.in_scope()}
     assert states == {
         "app-x.2": ("in_progress", "Add the review page"),
@@ -72,6 +72,7 @@ def test_the_tracker_follows_listings_and_commands_of_the_worked_family_only() -
         "app-x.1": ("closed", "Extend the schema"),
     }
     assert "other-y" in tracker.issues and "other-y" not in states
+    assert tracker.issues["app-x.1"].reason == "Done; tests pass"
 
 
 def test_a_stale_listing_does_not_reopen_a_closed_issue() -> None:

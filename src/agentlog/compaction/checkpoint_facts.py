@@ -23,6 +23,8 @@ _LIST = re.compile(r"^([○◐●✓❄]) " + _ID + r" \[● P\d\] \[\w+\] - (.+
 _READY = re.compile(r"^\d+\. \[● P\d\] \[\w+\] " + _ID + r": (.+?)\s*$")
 _RELATED = re.compile(r"^\s*[↳→←↑] ([○◐●✓❄]) " + _ID + r": (.+?)(?: ● P\d)?\s*$")
 _CLOSED = re.compile(r"^✓ Closed " + _ID + r"\b")
+_CLOSE_REASON = re.compile(
+    r"\b(?:bd|beads) close\s+" + _ID + r"[^\n]*?--reason[= ](?:\"([^\"]*)\"|'([^']*)')")
 _TITLED = re.compile(r"^\W{0,4}" + _ID + r"(?![\w.])\W{0,4}[·:\u2013-]\s*([^\n\[]{4,120}?)\s*(?:\[|$)")
 _GLYPH_STATE = {"○": "open", "●": "open", "❄": "open", "◐": "in_progress", "✓": "closed"}
 _SPEC_HEADING = re.compile(
@@ -66,6 +68,8 @@ class Issue:
     state: str = "open"
     order: int = 0
     body: str = ""
+    reason: str = ""
+    """Why it was closed (``bd close ID --reason "..."``)."""
 
 
 @dataclass(slots=True)
@@ -94,6 +98,8 @@ class Tracker:
 
     def command(self, command: str) -> None:
         """A tracker command the agent ran (``bd update ID --status in_progress``, ``bd close ID ...``)."""
+        for match in _CLOSE_REASON.finditer(command):
+            self._issue(match.group(1)).reason = (match.group(2) or match.group(3) or "").strip()
         for segment in re.split(r"&&|\|\||;|\|", command):
             tokens = segment.split()
             if len(tokens) < 3 or tokens[0] not in ("bd", "beads"):

@@ -129,7 +129,8 @@ def _add_tracker(draft: Draft, walk: Walk) -> list[Issue]:
             draft.add(_CRITICAL, priority, f"{issue.id} requires: {line}")
     for issue in issues:
         if issue.state == "closed":
-            draft.add(_PENDING, 45, f"[done] {_issue_line(issue)}")
+            reason = f" — {clip(issue.reason, 300)}" if issue.reason else ""
+            draft.add(_PENDING, 45, f"[done] {_issue_line(issue)}{reason}")
     tasks = sorted(walk.tasks.values(),
                    key=lambda t: (t.state != "in_progress", t.state == "closed", t.order))
     for task in tasks:
