@@ -4,14 +4,14 @@ The public API lives here and only here; submodules are implementation.
 """
 
 from agentlog.audit import AuditCheck, AuditReport, audit_session
-from agentlog.compaction.config import CompactionConfig
+from agentlog.compaction.config import CompactionConfig, ModelPolicy, PrunerConfig
 from agentlog.compaction.engine import Compactor
-from agentlog.compaction.fidelity import FidelityReport, compaction_fidelity
+from agentlog.compaction.fidelity_score import FidelityReport, compaction_fidelity
 from agentlog.compaction.invariants import CompactionInvariantChecker
 from agentlog.compaction.pruner import ToolResultPruner
 from agentlog.compaction.result import CompactionResult
 from agentlog.compaction.summarizers import ExtractiveSummarizer, OpenAICompatibleSummarizer
-from agentlog.compaction.summary import Summarizer, SummaryRequest, SummaryResult
+from agentlog.compaction.summary import Summarizer, SummaryRequest, SummaryResult, SyncSummarizer
 from agentlog.compaction.tokens import TokenMeter
 from agentlog.errors import (
     AgentlogError,
@@ -126,9 +126,11 @@ __all__ = [
     "MemoryStore",
     "Message",
     "MissingExtraError",
+    "ModelPolicy",
     "OpenAICompatibleSummarizer",
     "PersistenceIOError",
     "PostgresStore",
+    "PrunerConfig",
     "RawArtifact",
     "Recorder",
     "Recovery",
@@ -158,6 +160,7 @@ __all__ = [
     "SurfaceError",
     "SurfaceFold",
     "SurfaceOp",
+    "SyncSummarizer",
     "TargetPressureConfigError",
     "TokenMeter",
     "ToolResultPruner",

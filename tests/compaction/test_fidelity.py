@@ -8,19 +8,14 @@ from pathlib import Path
 import pytest
 
 from agentlog.compaction.engine import Compactor
-from agentlog.compaction.fidelity import (
-    CATEGORIES,
-    compaction_fidelity,
-    constraint_sentences,
-    extract_facts,
-    match_text,
-)
+from agentlog.compaction.fidelity import constraint_sentences, extract_facts
 from agentlog.compaction.fidelity_report import (
     fidelity_table,
     load_claude_code_compaction,
     run,
     spotter_sessions,
 )
+from agentlog.compaction.fidelity_score import CATEGORIES, compaction_fidelity, match_text
 from agentlog.compaction.summarizers import ExtractiveSummarizer
 from agentlog.recorder import Recorder
 from tests.compaction.helpers import HEADER, new_session
@@ -214,6 +209,6 @@ def test_the_fidelity_report_runs_on_the_real_compactions(shared_data: Path) -> 
         extractive_constraints = session.extractive.category("constraints").strict_score
         claude_constraints = session.claude.category("constraints").strict_score
         assert extractive_constraints is not None and claude_constraints is not None
-        assert extractive_constraints >= 0.9 > claude_constraints
+        assert extractive_constraints > claude_constraints  # finished subtasks' constraints are demoted
     table = fidelity_table(results)
     assert table.count("| Claude |") == 5 and "Cross-check" in table

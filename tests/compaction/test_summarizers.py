@@ -7,18 +7,14 @@ import asyncio
 import json
 import socket
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentlog.compaction.fidelity import message_texts, tool_calls
+from agentlog.compaction.reading import message_texts, tool_calls
 from agentlog.compaction.summarizers import (
     SECTIONS,
     SUMMARY_INSTRUCTION,
@@ -29,6 +25,7 @@ from agentlog.compaction.summarizers import (
 from agentlog.compaction.summary import SummaryRequest
 from agentlog.errors import MissingExtraError, SummarizerError
 from agentlog.jsonvalue import freeze
+from tests.compaction.fake_openai import FakeServer, Reply, delta, stream_of
 
 httpx = pytest.importorskip("httpx")
 
@@ -157,8 +154,9 @@ def test_extractive_tracks_issue_tracker_claims() -> None:
     ]
     out = summarize_text(ExtractiveSummarizer(max_ratio=None), messages)
     pending = out.split("## Pending Jobs")[1].split("##")[0]
-    assert "[ ] proj-9.2: Wire the exporter into the CLI" in pending
-    assert "proj-9.1" not in pending
+    assert "[in progress] proj-9.2: Wire the exporter into the CLI" in pending
+    assert "[done] proj-9.1" in pending  # finished: demoted, not lost
+    assert "[in progress] proj-9.1" not in pending
 
 
 def test_extractive_merges_a_prior_checkpoint() -> None:
@@ -226,124 +224,6 @@ def test_extractive_output_always_fits_the_budget(texts: list[str], budget: int)
     out = ExtractiveSummarizer(budget_chars=budget, max_ratio=None).summarize_text(messages)
     assert len(out) <= budget
     assert all(f"## {name}\n" in out for name in SECTIONS)
-
-
-# -- a fake OpenAI-compatible server -------------------------------------------------------------
-
-
-@dataclass
-class Reply:
-    """One scripted answer: an HTTP error status, or an SSE stream of chunks."""
-
-    status: int = 200
-    chunks: list[Any] = field(default_factory=list)
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0  # seconds before each chunk
-    done: bool = True
-
-
-@dataclass
-class Received:
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-class FakeServer:
-    """A ThreadingHTTPServer on 127.0.0.1 answering POSTs from a script, recording each request."""
-
-    def __init__(self) -> None:
-        self.replies: list[Reply] = []
-        self.received: list[Received] = []
-        self.got_request = threading.Event()
-        self.client_gone = threading.Event()
-        self.stop = threading.Event()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # quiet
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length))
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                server.received.append(Received(self.path, headers, body))
-                server.got_request.set()
-                reply = server.replies.pop(0)
-                try:
-                    server.answer(self, reply)
-                except (BrokenPipeError, ConnectionResetError):
-                    server.client_gone.set()
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                       daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def answer(self, handler: BaseHTTPRequestHandler, reply: Reply) -> None:
-        if reply.status != 200:
-            payload = json.dumps(reply.body).encode()
-            handler.send_response(reply.status)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(payload)))
-            for key, value in reply.headers.items():
-                handler.send_header(key, value)
-            handler.end_headers()
-            handler.wfile.write(payload)
-            return
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/event-stream")
-        handler.end_headers()
-        handler.wfile.flush()
-        for chunk in reply.chunks:
-            if reply.delay and self.stop.wait(reply.delay):
-                return
-            line = chunk if isinstance(chunk, str) else json.dumps(chunk)
-            handler.wfile.write(f"data: {line}\n\n".encode())
-            handler.wfile.flush()
-        if reply.done:
-            handler.wfile.write(b"data: [DONE]\n\n")
-            handler.wfile.flush()
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    fake = FakeServer()
-    fake.thread.start()
-    try:
-        yield fake
-    finally:
-        fake.stop.set()
-        fake.httpd.shutdown()
-        fake.httpd.server_close()
-        fake.thread.join(5)
-
-
-def delta(content: str | None = None, *, reasoning: str | None = None, finish: str | None = None) -> Any:
-    piece: dict[str, Any] = {}
-    if content is not None:
-        piece["content"] = content
-    if reasoning is not None:
-        piece["reasoning_content"] = reasoning
-    return {"id": "x", "object": "chat.completion.chunk", "model": "served-model",
-            "choices": [{"index": 0, "delta": piece, "finish_reason": finish}]}
-
-
-def stream_of(summary: str, *, finish: str = "stop", usage: Any = None,
-              reasoning: str | None = None) -> Reply:
-    chunks: list[Any] = [delta(reasoning=reasoning)] if reasoning else []
-    third = max(1, len(summary) // 3)
-    chunks += [delta(summary[i:i + third]) for i in range(0, len(summary), third)]
-    chunks.append(delta(finish=finish))
-    if usage is not None:
-        chunks.append({"id": "x", "object": "chat.completion.chunk", "choices": [], "usage": usage})
-    return Reply(chunks=chunks)
 
 
 TOOLS = ({"name": "read", "description": "Read a file.",
@@ -422,12 +302,14 @@ def test_sends_no_authorization_without_a_key(server: FakeServer, monkeypatch: p
     assert received.body["max_tokens"] == 8192  # neither the summarizer nor the request set a cap
 
 
-def test_a_length_finish_is_a_truncated_max_tokens_error(server: FakeServer) -> None:
-    server.replies.append(stream_of("## Primary Request and In", finish="length"))
-    with pytest.raises(SummarizerError, match="truncated") as caught:
-        asyncio.run(summarizer(server, max_tokens=16).summarize(request()))
+def test_a_second_length_finish_is_a_truncated_max_tokens_error(server: FakeServer) -> None:
+    server.replies += [stream_of("## Primary Request and In", finish="length"),
+                       stream_of("## Primary Req", finish="length")]
+    with pytest.raises(SummarizerError, match="truncated at max_tokens=160, also when asked for at most 64 "
+                                              "words") as caught:
+        asyncio.run(summarizer(server, max_tokens=160).summarize(request()))
     assert caught.value.code == "MAX_TOKENS"
-    assert "max_tokens=16" in str(caught.value)
+    assert len(server.received) == 2
 
 
 def test_reasoning_without_text_is_no_text_summary_content(server: FakeServer) -> None:

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, It
 from typing import Any, TypeVar
 
 from agentlog.compaction.engine import CONTEXT_OVERFLOW_CODE
-from agentlog.compaction.summarizers import _CONTEXT_HINT, _STATUS_CODES, _retry_after_ms
 from agentlog.errors import AgentlogError
 from agentlog.jsonvalue import FrozenDict, frozen_dict
+from agentlog.openai_wire import CONTEXT_HINT, STATUS_CODES, retry_after_ms
 from agentlog.recorder import Step
 
 __all__ = [
@@ -42,7 +42,7 @@ def tool_calls(step: Step) -> list[FrozenDict]:
 
 def is_context_overflow(message: str) -> bool:
     """Does a provider's error message say the request did not fit the context window?"""
-    return bool(_CONTEXT_HINT.search(message) or _PROMPT_TOO_LONG.search(message))
+    return bool(CONTEXT_HINT.search(message) or _PROMPT_TOO_LONG.search(message))
 
 
 def status_failure(status: int, message: str, *, overflow: bool, headers: Mapping[str, str],
@@ -52,11 +52,11 @@ def status_failure(status: int, message: str, *, overflow: bool, headers: Mappin
     Codes: ``CONTEXT_WINDOW_EXCEEDED`` (what the compactor recovers from), ``RATE_LIMITED``
     (with ``providerRetryAfterMs`` from the headers), ``SERVER_ERROR`` for 5xx, else by status.
     """
-    code = _STATUS_CODES.get(status, "SERVER_ERROR" if status >= 500 else "HTTP_ERROR")
+    code = STATUS_CODES.get(status, "SERVER_ERROR" if status >= 500 else "HTTP_ERROR")
     if status in (400, 413, 422) and (overflow or is_context_overflow(message)):
         code = CONTEXT_OVERFLOW_CODE
     parts: dict[str, Any] = {"message": message, "code": code, "status": status}
-    retry = _retry_after_ms(headers)
+    retry = retry_after_ms(headers)
     if retry is not None:
         parts["providerRetryAfterMs"] = retry
     if request_id:

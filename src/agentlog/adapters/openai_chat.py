@@ -26,9 +26,9 @@ from agentlog.adapters.common import (
     tool_calls,
 )
 from agentlog.adapters.openai_messages import ReasoningReplay, chat_header, chat_tools, to_chat_messages
-from agentlog.compaction.summarizers import _usage
 from agentlog.errors import MissingExtraError
 from agentlog.jsonvalue import FrozenDict, frozen_dict
+from agentlog.openai_wire import usage_from_openai
 from agentlog.recorder import Step, llm_failure
 from agentlog.session import Session
 
@@ -158,7 +158,7 @@ class _ChatStream(StepRecording):
         self.step.chunk(frozen_dict({"type": "finish", "reason": mapped}))
 
     def usage(self, raw: Any) -> None:
-        usage = _usage(raw.model_dump() if hasattr(raw, "model_dump") else dict(raw))
+        usage = usage_from_openai(raw.model_dump() if hasattr(raw, "model_dump") else dict(raw))
         if usage is not None and "inputTokens" in usage and "outputTokens" in usage:
             self.step.chunk(frozen_dict({"type": "usage", "usage": frozen_dict(usage)}))
 
@@ -205,7 +205,7 @@ def record_chat_completion(step: Step, completion: ChatCompletion, *, provider: 
         if choice.finish_reason == "length":
             step.max_tokens()
     if completion.usage is not None:
-        usage = _usage(completion.usage.model_dump())
+        usage = usage_from_openai(completion.usage.model_dump())
     step.assistant(provider=provider, model=model, content=blocks,
                    usage=usage if usage and "inputTokens" in usage and "outputTokens" in usage else None)
     return completion

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from agentlog.compaction.summarizers import _arguments, to_openai_tools
 from agentlog.jsonvalue import dumps, thaw
+from agentlog.openai_wire import to_openai_tools, tool_arguments
 from agentlog.repair import NOT_STARTED_TEXT
 from agentlog.session import Session
 
@@ -81,7 +81,7 @@ class _Builder:
         self.answer_pending()
         blocks = message.get("content") or ()
         calls = [{"id": block["id"], "type": "function",
-                  "function": {"name": block.get("name", ""), "arguments": _arguments(block)}}
+                  "function": {"name": block.get("name", ""), "arguments": tool_arguments(block)}}
                  for block in blocks if isinstance(block, Mapping) and block.get("type") == "tool-call"]
         text = _text_of(blocks)
         thought = "".join(str(block.get("text", "")) for block in blocks

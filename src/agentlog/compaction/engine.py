@@ -42,7 +42,14 @@ from agentlog.compaction.pairing import PairingIndexes
 from agentlog.compaction.pruner import ToolResultPruner
 from agentlog.compaction.region import Region, select_compactable_range, validate_region
 from agentlog.compaction.result import CompactionResult
-from agentlog.compaction.summary import Summarizer, SummaryRequest, SummaryResult
+from agentlog.compaction.summary import (
+    Summarizer,
+    SummaryRequest,
+    SummaryResult,
+    SyncSummarizer,
+    check_summarizer,
+    run_summarizer,
+)
 from agentlog.compaction.tokens import Measurement, TokenMeter, session_log
 from agentlog.errors import (
     AgentlogError,
@@ -120,14 +127,16 @@ def _target(header: Any) -> tuple[str, str] | None:
 class Compactor:
     """Shortens a session's surface with summaries, keeping every event (the compaction engine).
 
-    ``summarizer`` answers ``SummaryRequest``s; ``meter`` prices the surface (DSH's heuristic by
+    ``summarizer`` answers ``SummaryRequest``s (``async def summarize``, or a plain ``def`` run in
+    a worker thread); ``meter`` prices the surface (DSH's heuristic by
     default); ``pruner`` (optional) trims oversized tool results before the automatic paths
     summarize; ``context_window`` gives a target's capacity (else the latest ``request/context``).
     """
 
-    def __init__(self, summarizer: Summarizer, *, meter: TokenMeter | None = None,
+    def __init__(self, summarizer: Summarizer | SyncSummarizer, *, meter: TokenMeter | None = None,
                  config: CompactionConfig | None = None, pruner: ToolResultPruner | None = None,
                  context_window: ContextWindow = None) -> None:
+        check_summarizer(summarizer)
         self.summarizer = summarizer
         self.meter = meter if meter is not None else TokenMeter()
         self.config = config if config is not None else CompactionConfig()
@@ -434,7 +443,7 @@ class _Summary:
     llm_stream_call: bool
 
 
-def _checked_summary(result: SummaryResult, session_id: str) -> _Summary:
+def _checked_summary(result: object, session_id: str) -> _Summary:
     """E3's rules on a summary: text blocks with content, provider/model, rawOutput with the stream flag."""
     try:
         return _check_summary(result)
@@ -442,7 +451,7 @@ def _checked_summary(result: SummaryResult, session_id: str) -> _Summary:
         raise exc.locate(session_id=session_id) from None
 
 
-def _check_summary(result: SummaryResult) -> _Summary:
+def _check_summary(result: object) -> _Summary:
     if not isinstance(result, SummaryResult):
         raise CompactionError(f"summarizer returned {type(result).__name__}, not a SummaryResult",
                               code="summary")
@@ -487,7 +496,7 @@ class _Run:
         end_attempted = False
         try:
             prepared = self.compactor._prepare(plan)  # T6
-            answer = await self.compactor.summarizer.summarize(prepared.request)  # T7
+            answer = await run_summarizer(self.compactor.summarizer, prepared.request)  # T7
             summary = _checked_summary(answer, session.id)
             checkpoint = checkpoint_message(summary.blocks, self.id, plan.command_id)
             price = self.compactor.meter.estimate_message(checkpoint)  # T8

@@ -1,6 +1,9 @@
-"""Compaction fidelity of Claude's own summaries and of ``ExtractiveSummarizer`` on real sessions.
+"""DIAGNOSTIC: extracted-fact fidelity of Claude's and ``ExtractiveSummarizer``'s summaries.
 
-Run ``python -m agentlog.compaction.fidelity_report [TRANSCRIPTS_DIR]``. Each Claude Code main
+Not the evaluation: it scores with the fact extractor the extractive summarizer is built from, so
+it cannot tell a better summary from a worse one. The evaluation is ``python -m agentlog.bench
+fidelity`` (hand-written probes). Run ``python -m agentlog.compaction.fidelity_report
+[TRANSCRIPTS_DIR]``. Each Claude Code main
 session under ``claude-code/marot__spotter`` holds one real compaction: a ``system`` line with
 subtype ``compact_boundary``, then a ``user`` line with ``isCompactSummary: true`` carrying
 Claude's summary. The history before the boundary is the shadowed range; both summaries are
@@ -21,13 +24,8 @@ from typing import Any
 
 import orjson
 
-from agentlog.compaction.fidelity import (
-    CATEGORIES,
-    FidelityReport,
-    compaction_fidelity,
-    message_texts,
-    tool_calls,
-)
+from agentlog.compaction.fidelity_score import CATEGORIES, FidelityReport, compaction_fidelity
+from agentlog.compaction.reading import NOTICE_PREFIXES, message_texts, tool_calls
 from agentlog.compaction.summarizers import ExtractiveSummarizer
 from agentlog.compaction.summary import SummaryRequest
 from agentlog.jsonvalue import freeze
@@ -46,8 +44,6 @@ __all__ = [
 ]
 
 _SPOTTER = Path("claude-code/marot__spotter/test/fixtures/transcripts")
-_NOTICE_PREFIXES = ("<task-notification>", "<command-", "<local-command", "<system-reminder>",
-                    "[Request interrupted", "Caveat:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +59,7 @@ class ClaudeCompaction:
 
 
 def _user_source(line: dict[str, Any], text: str) -> dict[str, Any]:
-    if line.get("isMeta") or text.lstrip().startswith(_NOTICE_PREFIXES):
+    if line.get("isMeta") or text.lstrip().startswith(NOTICE_PREFIXES):
         return {"kind": "plugin", "plugin": "claude-code", "form": "notice"}
     return {"kind": "user"}
 
@@ -165,7 +161,7 @@ def load_claude_code_compaction(path: Path) -> ClaudeCompaction:
                 messages.extend(_user_messages(line))
             elif kind == "queue-operation" and line.get("operation") == "enqueue":
                 text = line.get("content")
-                if isinstance(text, str) and text.strip() and not text.lstrip().startswith(_NOTICE_PREFIXES):
+                if isinstance(text, str) and text.strip() and not text.lstrip().startswith(NOTICE_PREFIXES):
                     messages.append({"id": f"queued-{len(messages)}", "role": "user",
                                      "content": [{"type": "text", "text": text}], "source": {"kind": "user"}})
     if summary is None:
@@ -304,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--missing", action="store_true", help="list the facts each summary lost")
     args = parser.parse_args(argv)
     results = run(args.transcripts or default_transcripts_dir())
+    print("DIAGNOSTIC ONLY (scored with the summarizer's own fact extractor); the evaluation is "
+          "`python -m agentlog.bench fidelity`.\n")
     print("Cells: strict (exact or normalized) / found (strict + partial) / facts.\n")
     print(fidelity_table(results))
     if args.missing:

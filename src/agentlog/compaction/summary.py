@@ -1,17 +1,34 @@
 """What a summarizer is given and what it returns (spec compaction §2 S1-S4).
 
-The engine builds a ``SummaryRequest`` from the shadowed span; any object with an async
-``summarize`` method can answer it (``ExtractiveSummarizer`` offline, or a model).
+The engine builds a ``SummaryRequest`` from the shadowed span; any object with a ``summarize``
+method can answer it, ``async def`` or plain ``def`` (``ExtractiveSummarizer`` offline, or a model).
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agentlog.messages import Message
 
-__all__ = ["SummaryRequest", "SummaryResult", "Summarizer"]
+__all__ = [
+    "SECTIONS", "SummaryRequest", "SummaryResult", "Summarizer", "SyncSummarizer", "check_summarizer",
+    "run_summarizer",
+]
+
+SECTIONS: tuple[str, ...] = (
+    "Primary Request and Intent",
+    "Key Technical Concepts",
+    "Files and Code",
+    "Errors and Fixes",
+    "Pending Jobs",
+    "Current Work",
+    "Next Step",
+    "Critical Context",
+)
+"""The checkpoint's eight sections, in order (spec compaction S3)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,3 +74,29 @@ class Summarizer(Protocol):
     """
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult: ...
+
+
+class SyncSummarizer(Protocol):
+    """A summarizer with a plain ``def summarize``: the Compactor runs it in a worker thread."""
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult: ...
+
+
+def check_summarizer(summarizer: object) -> None:
+    """Refuse, with a TypeError naming the type, an object without a callable ``summarize``."""
+    method = getattr(summarizer, "summarize", None)
+    if not callable(method):
+        raise TypeError(f"a summarizer needs a summarize(request) method (async def, or def returning a "
+                        f"SummaryResult); {type(summarizer).__name__} has none")
+
+
+async def run_summarizer(summarizer: Summarizer | SyncSummarizer, request: SummaryRequest) -> object:
+    """Call ``summarize``: awaited when it is ``async def``; a plain ``def`` runs in a worker thread
+    (so a slow one does not stall the event loop), and an awaitable it returns is awaited."""
+    method = summarizer.summarize
+    if inspect.iscoroutinefunction(method):
+        return await method(request)
+    result: object = await asyncio.to_thread(method, request)
+    if inspect.isawaitable(result):
+        return await result
+    return result

@@ -1,0 +1,283 @@
+"""One pass over the shadowed messages collecting what the checkpoint needs beyond quoted facts.
+
+Tool calls and their results are read in order: tracker commands and listings (``Tracker``),
+``git commit`` results, test runs with their command, what each edit introduced, and each error
+paired with what fixed it (the assistant's next remark, the next edit, the next passing run).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentlog.compaction.checkpoint_facts import Commit, Issue, Tracker, change_notes, commits
+from agentlog.compaction.fidelity import constraint_sentences, result_lines
+from agentlog.compaction.reading import (
+    NOTICE_PREFIXES,
+    command_text,
+    is_tool_result,
+    is_user_request,
+    message_texts,
+    slash_command,
+    tool_calls,
+    tool_result_call_id,
+    tool_result_is_error,
+)
+
+__all__ = ["ErrorFix", "TestRun", "Walk", "is_file_path", "relative"]
+
+_FIRST_SENTENCE = re.compile(r"^(.{20,240}?[.!?])(?:\s|$)", re.DOTALL)
+_EXPLORING = re.compile(r"^\s*(?:ls|find|cat|head|tail|grep|rg|which|stat|file|wc|tree)\b")
+_FAILED_COUNT = re.compile(r"\b[1-9]\d* (?:\w+ )?(?:failures?|failed|errors?)\b|^\W*\w+ failed\b",
+                           re.IGNORECASE)
+_TEST_COUNT = re.compile(r"\b\d+ (?:tests?|examples?|doctests?|passed|properties)\b", re.IGNORECASE)
+_DECISION = re.compile(
+    r"\b(?:instead of|rather than|decided|because|so that|the (?:issue|problem|cause) (?:is|was)|root cause|"
+    r"needs? to use|I'll use|switch(?:ed)? to|false positive|doesn't support|does not support|can't|"
+    r"cannot)\b",
+    re.IGNORECASE,
+)
+_PATH_ARGS = ("file_path", "path", "notebook_path", "filename")
+_PLAN_DOC = re.compile(
+    r"(?:^|/)(?:\.impl/[^/]+|[^/]*(?:plan|spec|design|requirements|tasks?|todo)[^/]*)\.md$", re.IGNORECASE)
+_LISTING_PREFIX = re.compile(r"^\s*\d+(?:→|\t)")
+_TASK_CREATED = re.compile(r"Task #(\w+) created")
+_ANALYSIS_CHARS = 400
+_WRITE_TOOL = re.compile(r"edit|write|patch|replace|create|insert|apply", re.IGNORECASE)
+
+
+@dataclass(slots=True)
+class ErrorFix:
+    """An error a tool reported, and what followed it until the next passing run."""
+
+    error: str
+    command: str | None
+    remark: str | None = None
+    edited: list[str] = field(default_factory=list)
+    passed: str | None = None
+    exploring: bool = False
+
+    def describe(self, root: str | None = None) -> str:
+        """``error`` (from ``cmd``) -> remark; edited paths; then the passing run."""
+        text = f"`{self.error}`"
+        if self.command:
+            text += f" (from `{_short(self.command)}`)"
+        fixes = []
+        if self.remark:
+            fixes.append(self.remark)
+        if self.edited:
+            fixes.append("edited " + ", ".join(f"`{relative(p, root)}`" for p in self.edited[:3]))
+        if self.passed:
+            fixes.append(f"then {self.passed}")
+        return text + (" → fix: " + "; ".join(fixes) if fixes else " → not yet fixed")
+
+
+@dataclass(frozen=True, slots=True)
+class TestRun:
+    """An outcome line (test counts) with the command that produced it."""
+
+    command: str | None
+    outcome: str
+    failed: bool
+
+    def describe(self) -> str:
+        where = f"`{_short(self.command)}` → " if self.command else ""
+        return f"{where}`{self.outcome}`"
+
+
+def relative(path: str, root: str | None) -> str:
+    """``path`` relative to the project root when it lies under it."""
+    return path[len(root) + 1:] if root and path.startswith(root + "/") else path
+
+
+def is_file_path(path: str) -> bool:
+    """A path that names a file (an extension or a dot file), not a bare directory."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return bool(re.search(r"\.[A-Za-z0-9]{1,8}$", name)) or (name.startswith(".") and len(name) > 1)
+
+
+def _verb(command: str | None) -> tuple[str, ...]:
+    """The first two words of a command (``git push``, ``mix test``): what a retry repeats."""
+    return tuple(command.split()[:2]) if command else ()
+
+
+def _short(command: str, limit: int = 160) -> str:
+    first, _newline, more = command.strip().partition("\n")
+    first = first if len(first) <= limit else first[: limit - 1] + "…"
+    return first + (" …" if more else "")
+
+
+@dataclass(slots=True)
+class _Call:
+    name: str
+    command: str | None
+    args: dict[str, Any]
+
+
+class Walk:
+    """Reads the messages once; its fields are what the summarizer places in the sections."""
+
+    def __init__(self) -> None:
+        self.tracker = Tracker()
+        self.commits: list[Commit] = []
+        self.test_runs: list[TestRun] = []
+        self.fixes: list[ErrorFix] = []
+        self.file_notes: dict[str, list[str]] = {}
+        self.file_tools: dict[str, list[str]] = {}
+        self.decisions: list[str] = []
+        self.last_text: str | None = None
+        self.recent_calls: list[str] = []
+        self.modules: dict[str, None] = {}
+        self.tasks: dict[str, Issue] = {}
+        """The agent's own task list (``TaskCreate``/``TaskUpdate``), by task id."""
+        self.commands: list[str] = []
+        """Commands the user ran (``/erk:plan-implement 8107``)."""
+        self.instructions: list[str] = []
+        """Directive sentences of command and skill bodies the harness expanded for the user."""
+        self.documents: dict[str, list[str]] = {}
+        """Headings and bullets of the plan or spec documents the agent read, by path."""
+        self.delegated: list[str] = []
+        """What delegated agents (``Task``) reported: their task, then the first lines of the report."""
+        self.analyses: list[str] = []
+        """The assistant's longer notes (findings, designs), oldest first."""
+        self._calls: dict[str, _Call] = {}
+        self._open: list[ErrorFix] = []
+
+    def run(self, messages: list[Any]) -> None:
+        for message in messages:
+            if not isinstance(message, dict):
+                continue
+            if message.get("role") == "assistant":
+                self._assistant(message)
+            elif is_tool_result(message):
+                self._result(message)
+            elif is_user_request(message):
+                self._open = []  # the user spoke: earlier errors are no longer waiting for a fix
+            else:
+                self._notice(message)
+
+    def _notice(self, message: Any) -> None:
+        """A user-role message the harness wrote: a command the user ran, or its expanded body."""
+        command = slash_command(message)
+        if command is not None:
+            self.commands.append(command)
+            return
+        text = "\n".join(message_texts(message)).strip()
+        if text.startswith("#") and not text.startswith(NOTICE_PREFIXES):
+            self.instructions.extend(constraint_sentences(text, typed_by_user=False))
+
+    def _assistant(self, message: Any) -> None:
+        joined = "\n".join(t for t in message_texts(message) if t.strip()).strip()
+        if joined:
+            self.last_text = joined
+            if len(joined) >= _ANALYSIS_CHARS:
+                self.analyses.append(joined)
+            first = _FIRST_SENTENCE.match(joined)
+            for fix in self._open:
+                if fix.remark is None and first is not None:
+                    fix.remark = first.group(1).replace("\n", " ")
+            for sentence in re.split(r"(?<=[.!?])\s+", joined):
+                if 30 <= len(sentence) <= 300 and _DECISION.search(sentence):
+                    self.decisions.append(sentence.replace("\n", " "))
+        for call in tool_calls(message):
+            self._call(call.id, call.name, call.args)
+
+    def _call(self, call_id: str, name: str, args: dict[str, Any]) -> None:
+        command = command_text(args)
+        self._calls[call_id] = _Call(name, command, args)
+        if name == "TaskUpdate" and isinstance(args.get("taskId"), (str, int)):
+            task_id = str(args["taskId"])
+            task = self.tasks.setdefault(task_id, Issue(task_id, order=len(self.tasks)))
+            status = str(args.get("status", "")).lower()
+            if status:
+                task.state = "closed" if status in ("completed", "done", "deleted", "cancelled") else status
+        if command is not None:
+            self.tracker.command(command)
+            self.recent_calls.append(f"{name}: {_short(command)}")
+        path = next((v for k, v in args.items() if k in _PATH_ARGS and isinstance(v, str)), None)
+        if path is None:
+            if command is None:
+                self.recent_calls.append(name)
+            return
+        if command is None:
+            self.recent_calls.append(f"{name} {path}")
+        tools = self.file_tools.setdefault(path, [])
+        if name not in tools:
+            tools.append(name)
+        if _WRITE_TOOL.search(name):
+            self._edit(path, args)
+
+    def _delegation(self, call: _Call, text: str) -> None:
+        if call.name.lower() not in ("task", "agent", "subagent", "delegate"):
+            return
+        description = call.args.get("description")
+        lines = [line.strip() for line in text.splitlines()
+                 if line.strip() and not line.lstrip().startswith(("<", "agentId:"))][:3]
+        if lines:
+            label = f"{description}: " if isinstance(description, str) else ""
+            self.delegated.append(label + " / ".join(_short(line, 200) for line in lines))
+
+    def _task_created(self, call: _Call, text: str) -> None:
+        created = _TASK_CREATED.search(text) if call.name == "TaskCreate" else None
+        subject = call.args.get("subject")
+        if created is not None and isinstance(subject, str):
+            task = self.tasks.setdefault(created.group(1), Issue(created.group(1), order=len(self.tasks)))
+            task.title = subject.strip()
+
+    def _document(self, call: _Call, text: str) -> None:
+        """Keep the headings and bullets of a plan or spec the agent read (``.impl/plan.md``, ...)."""
+        path = next((v for k, v in call.args.items() if k in _PATH_ARGS and isinstance(v, str)), None)
+        if path is None or not _PLAN_DOC.search(path) or "Edit" in call.name or "Write" in call.name:
+            return
+        lines: list[str] = []
+        fenced = False
+        for raw in text.splitlines():
+            line = _LISTING_PREFIX.sub("", raw, count=1).rstrip()
+            if line.lstrip().startswith(("```", "~~~")):
+                fenced = not fenced
+                continue
+            if not fenced and line.lstrip().startswith(("#", "-", "*", "|")) and len(line.strip()) > 3:
+                lines.append(line.strip())
+        self.documents[path] = lines
+
+    def _edit(self, path: str, args: dict[str, Any]) -> None:
+        notes = self.file_notes.setdefault(path, [])
+        for note in change_notes(args):
+            if note not in notes:
+                notes.append(note)
+            if (note[:1].isupper() and "." in note) or note.startswith("Hooks."):
+                self.modules.setdefault(note, None)
+        for fix in self._open:
+            if path not in fix.edited:
+                fix.edited.append(path)
+
+    def _result(self, message: Any) -> None:
+        call = self._calls.get(tool_result_call_id(message) or "")
+        command = call.command if call is not None else None
+        text = "\n".join(message_texts(message))
+        if command is not None and re.search(r"\b(?:bd|beads)\s", command):
+            self.tracker.output(text)
+        if call is not None:
+            self._task_created(call, text)
+            self._document(call, text)
+            self._delegation(call, text)
+        self.commits.extend(commits(text))
+        errors, outcomes = result_lines(text, is_error=tool_result_is_error(message))
+        for outcome in outcomes:
+            if _TEST_COUNT.search(outcome):
+                run = TestRun(command, outcome, bool(_FAILED_COUNT.search(outcome)))
+                self.test_runs.append(run)
+                if not run.failed:
+                    for fix in self._open:
+                        fix.passed = fix.passed or run.describe()
+                    self._open = []
+        if not errors and not tool_result_is_error(message) and command is not None:
+            for fix in [f for f in self._open if _verb(f.command) == _verb(command)]:
+                fix.passed = fix.passed or f"`{_short(command)}` succeeded"
+                self._open.remove(fix)
+        exploring = bool(command and _EXPLORING.match(command))
+        for error in errors:
+            fix = ErrorFix(error, command, exploring=exploring)
+            self.fixes.append(fix)
+            self._open.append(fix)

@@ -1,0 +1,132 @@
+"""The fidelity probes: frozen by hash, well formed, matched paraphrase-tolerantly, scored on real data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agentlog.bench.fidelity import CANDIDATES, evaluate, fidelity_markdown, load_compactions, transcript_text
+from agentlog.bench.probes import (
+    PROBE_CATEGORIES,
+    Probe,
+    load_probe_sets,
+    probe_digest,
+    probe_file_bytes,
+    probe_set_digests,
+    recalled,
+    score,
+    windows,
+)
+from agentlog.compaction.tokens import Pricer
+
+PROBE_SETS_SHA256 = {
+    # spotter: written before the summarizer was rebuilt (unchanged since 4e5fe6c)
+    "258c7280-ae70-4798-800f-63464d01a85d":
+        "bfd13c867f5cb82ba8e27c07778e1ff5c4f8c58e22a461c93832a6755defb6f3",
+    "4d5611e5-241a-462a-8d15-5122611a9569":
+        "b9c3e59af4dad6ff059face3b338903168f20cffbdaa19b51e64130c12592744",
+    "8463c716-a2ea-4c14-9efa-87158ebd9f20":
+        "721bc4c7923fb63f73e6e43e3f6848ec16eff211990911234a7f5239706deee3",
+    "ae4a77f8-aedd-4bc1-888f-c94edc91af04":
+        "a2061052d18741bf9cd40a2f2a9396b682c1fc630f3a5aa663979a23126a3c32",
+    "fa812bfe-b295-4cca-9c2f-fdf01028cb46":
+        "e7131a40557d7ae5c01771535f433fb183fbfb78b8a9b54b7fd88f121de1cd9d",
+    # held-out: other projects, written after the rebuild from their history alone
+    "41140470-f3f6-4945-bf7f-884c4a037ab0":
+        "b12ff0b9096cedec0235917478f978bc0ebb1b0c5c8345db225cee841a0cb84d",
+    "ae4a1257-cf8e-47b3-8c80-d7991e4495dd":
+        "c7d17d00638e0bc25d59787df832876c06df4e09bcb288a09b804cc6389e7a5f",
+    "session-624a4a58": "db0aeae0157d1f12bc3421a02808e32ccbb834bed49ed0fb0f3a45a2d17296c4",
+}
+"""Changing a probe changes its set's hash: the probes were written from the history alone before
+any summary of that session was read, and must not be tuned to a summarizer afterwards. Update a
+hash only with a commit that says why; adding a set leaves the others' hashes as they are."""
+
+
+def test_every_probe_set_is_frozen_by_its_hash() -> None:
+    assert probe_set_digests() == PROBE_SETS_SHA256
+    assert len(probe_digest()) == 64
+
+
+def test_every_session_has_probes_in_every_category() -> None:
+    sets = load_probe_sets()
+    assert [s.group for s in sets] == ["spotter"] * 5 + ["held-out"] * 3
+    for probe_set in sets:
+        categories = {p.category for p in probe_set.probes}
+        assert categories == set(PROBE_CATEGORIES), probe_set.session
+        assert probe_set.file.endswith(".jsonl")
+    assert sum(len(s.probes) for s in sets) == 247
+
+
+def probe(*groups: tuple[str, ...]) -> Probe:
+    return Probe("x", "results", "fact", tuple(tuple(t.casefold() for t in g) for g in groups))
+
+
+def test_a_probe_matches_any_alternative_of_every_group_within_three_lines() -> None:
+    fact = probe(("sandbox",), ("shared", "auto"))
+    assert recalled(fact, score_windows("The **Sandbox** ran in `:shared` mode"))
+    assert recalled(fact, score_windows("sandbox checkout\nthen\nmode shared"))
+    assert not recalled(fact, score_windows("sandbox checkout\n1\n2\nmode shared"))
+    assert not recalled(fact, score_windows("sandbox only"))
+
+
+def test_terms_start_at_a_word_and_numbers_stand_alone() -> None:
+    assert not recalled(probe(("push",),), score_windows("this.pushEvent(x)"))
+    assert recalled(probe(("push",),), score_windows("Pushed the branch"))
+    assert not recalled(probe(("386",),), score_windows("ran 3861 tests"))
+    assert recalled(probe(("386",),), score_windows("386 tests, 0 failures"))
+    assert not recalled(probe(("oban",),), score_windows("ash_oban compiled"))
+    assert recalled(probe(("add_state",),), score_windows("migrations/20260211205820_add_state.exs"))
+    assert recalled(probe(("conntest",),), score_windows("import Phoenix.ConnTest.get/2"))
+
+
+def score_windows(text: str) -> list[str]:
+    return windows(text)
+
+
+def test_malformed_probes_are_refused_with_their_id() -> None:
+    bad = {"sessions": [{"session": "s1", "probes": [{"id": "c1", "category": "vibes", "all": [["x"]]}]}]}
+    with pytest.raises(ValueError, match=r"probe s1/c1: unknown category 'vibes'"):
+        load_probe_sets(orjson.dumps(bad))
+    empty = {"sessions": [{"session": "s1", "probes": [{"id": "c2", "category": "paths", "all": [[]]}]}]}
+    with pytest.raises(ValueError, match=r"probe s1/c2: 'all' must be"):
+        load_probe_sets(orjson.dumps(empty))
+
+
+def test_the_score_counts_per_category() -> None:
+    probes = [Probe("a", "paths", "", (("a.ex",),)), Probe("b", "paths", "", (("b.ex",),)),
+              Probe("c", "tasks", "", (("todo",),))]
+    result = score(probes, "edited a.ex\nTODO: the rest")
+    assert result.by_category == {"paths": (1, 2), "tasks": (1, 1)}
+    assert result.recall() == pytest.approx(2 / 3)
+    assert result.recall("paths") == 0.5
+
+
+def test_the_probe_file_ships_as_package_data() -> None:
+    assert orjson.loads(probe_file_bytes())["format"] == 1
+
+
+def test_the_evaluation_on_the_real_compactions(shared_data: Path) -> None:
+    sets = load_probe_sets()
+    compactions = load_compactions(shared_data, sets)
+    assert [c.session_id for c in compactions] == [s.session for s in sets]
+    rows = evaluate(compactions[:1], sets, Pricer().text, CANDIDATES[:1] + CANDIDATES[2:3])
+    by = {(r.candidate, r.size): r for r in rows}
+    claude = by[("Claude", "claude")]
+    assert claude.chars == len(compactions[0].summary)
+    for size in ("chars", "tokens"):
+        extractive = by[("agentlog extractive", size)]
+        assert extractive.chars <= claude.chars
+    assert by[("agentlog extractive", "tokens")].tokens <= claude.tokens
+    first = by[("first N characters", "chars")]
+    assert first.chars == claude.chars
+    assert transcript_text(compactions[0].messages).startswith("user: Implement spotter-gqc")
+    table = fidelity_markdown(rows)
+    assert "| Claude (own size) |" in table and "| agentlog extractive (equal tokens) |" in table
+
+
+def test_a_probe_set_whose_transcript_is_missing_is_named(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"transcript of probe set 258c7280-.* not found"):
+        load_compactions(tmp_path, load_probe_sets()[:1])
