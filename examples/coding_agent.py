@@ -40,7 +40,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="API key (default: $OPENAI_API_KEY)")
     parser.add_argument("--root", default=".", help="the directory the tools may read (default: .)")
     parser.add_argument("--store", default=os.environ.get("AGENTLOG_STORE")
-                        or f"jsonl://{Path('.agentlog').resolve()}", help="agentlog store URL")
+                        or f"jsonl://{Path('.agentlog').resolve()}",
+                        help="agentlog store URL (default: $AGENTLOG_STORE, else JSONL in ./.agentlog)")
     parser.add_argument("--resume", metavar="ID", help="continue a stored session (after a crash too)")
     parser.add_argument("--context-window", type=int, default=128_000, help="the model's context, tokens")
     args = parser.parse_args(argv)

@@ -28,8 +28,8 @@ def chat(state: State, prompts: tuple[str, ...], model: str | None, base_url: st
     """Chat with a coding agent over an OpenAI-compatible API, recorded in the store.
 
     Each PROMPT is one turn (none: read prompts from stdin, one per line). The model may read
-    files and list directories under --root. Needs agentlog[openai]. The code is
-    examples/coding_agent.py's.
+    files and list directories under --root. Needs agentlog[openai]. The same agent as
+    examples/coding_agent.py (agentlog.agent.loop).
     """
     from agentlog.agent.loop import ChatAgent, open_session, read_prompts, session_model  # needs the extra
     from agentlog.agent.tools import FileTools
