@@ -28,6 +28,7 @@ from agentlog.errors import (
     SessionFormatUnsupportedError,
     SessionLockedError,
     SessionNotFoundError,
+    SourceFormatError,
     StoreError,
     SummarizerError,
     SurfaceError,
@@ -38,6 +39,7 @@ from agentlog.errors import (
 from agentlog.events import KNOWN_EVENT_TYPES, SURFACE_TYPES, Event, Replace, SurfaceOp
 from agentlog.fork import fork
 from agentlog.header import FORMAT_VERSION, SessionHeader
+from agentlog.importers import IMPORTERS, Imported, SourceFile, save_imported
 from agentlog.invariants import InvariantChecker, check_invariants
 from agentlog.jsonvalue import FrozenDict, freeze, is_json_value, thaw
 from agentlog.messages import Message, derive_event_message, transcript
@@ -84,6 +86,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "FORMAT_VERSION",
+    "IMPORTERS",
     "KNOWN_EVENT_TYPES",
     "SURFACE_TYPES",
     "AgentlogError",
@@ -100,6 +103,7 @@ __all__ = [
     "FidelityReport",
     "ForkError",
     "FrozenDict",
+    "Imported",
     "Inspection",
     "InvalidEventError",
     "InvalidHeaderError",
@@ -127,6 +131,8 @@ __all__ = [
     "SessionLockedError",
     "SessionNotFoundError",
     "Snapshot",
+    "SourceFile",
+    "SourceFormatError",
     "SqliteStore",
     "Step",
     "Store",
@@ -162,6 +168,7 @@ __all__ = [
     "is_replacement_surface_event",
     "is_surface_event",
     "open_store",
+    "save_imported",
     "thaw",
     "transcript",
 ]
