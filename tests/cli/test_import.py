@@ -103,3 +103,29 @@ def test_import_in_a_real_subprocess_prints_the_summary_table(tmp_path: Path) ->
                             text=True, env=env, timeout=120)
     ids = {json.loads(line)["id"] for line in listed.stdout.splitlines()}
     assert ids == {"cc-small", "cc-small-agent-s1"}
+
+
+@pytest.mark.parametrize(("fmt", "path", "sessions"), [
+    ("codex", FIXTURES / "codex" / "small.jsonl", 1),
+    ("openai-chat", FIXTURES / "openai-chat" / "small.json", 1),
+    ("swe-agent", FIXTURES / "swe-agent" / "small.traj", 1),
+    ("mini-swe-agent", FIXTURES / "mini-swe-agent" / "small.traj.json", 1),
+    ("swe-agent", FIXTURES / "swe-agent", 1),  # a directory: the files of the format under it
+])
+def test_every_format_imports_through_the_cli(fmt: str, path: Path, sessions: int, tmp_path: Path) -> None:
+    store = f"jsonl://{tmp_path / 'store'}"
+    result = invoke(store, "import", fmt, str(path), "--json")
+    assert result.exit_code == 0, result.output
+    imported = rows(result)
+    assert len(imported) == sessions and imported[0]["outcome"] == "imported"
+    assert invoke(store, "verify", str(imported[0]["session"])).exit_code == 0
+
+
+def test_dsh_files_import_where_the_store_expects_them(tmp_path: Path) -> None:
+    from tests.conftest import shared_data_dir
+
+    fixture = shared_data_dir() / "dsh-fixtures" / "fork-parent-T5.zstd-packed.jsonl.zstd"
+    result = invoke(f"jsonl://{tmp_path}", "import", "dsh", str(fixture))
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "--home-user-project--" / "fx-fork-parent" / "session.jsonl.zstd").is_file()
+    assert invoke(f"jsonl://{tmp_path}", "show", "fx-fork-parent").exit_code == 0

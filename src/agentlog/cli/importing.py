@@ -94,7 +94,7 @@ def _table(rows: list[dict[str, Any]]) -> Table:
         table.add_column(column, overflow="fold")
     for row in rows:
         if "error" in row:
-            table.add_row(visible(Path(row["file"]).name), "", "", "", "", visible(f"error: {row['error']}"))
+            table.add_row(visible(Path(row["file"]).name), "", "", "", "", "error (below)")
             continue
         unmapped = "; ".join(f"{visible(kind)}: {count}" for kind, count in row["unmapped"].items())
         table.add_row(visible(Path(row["file"]).name), visible(row["session"]), str(row["events"]),
@@ -146,6 +146,8 @@ def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id:
             console.print(f"{skipped} session{'s' if skipped > 1 else ''} already in the store, "
                           "left unchanged (--replace overwrites)")
     failed = [row for row in rows if "error" in row]
+    for row in failed if not as_json else ():
+        errors.print(f"error: {visible(row['error'])}", soft_wrap=True)
     if failed:
         errors.print(f"error: {len(failed)} file{'s' if len(failed) > 1 else ''} could not be imported")
         sys.exit(1)

@@ -12,7 +12,12 @@ from collections.abc import Callable
 
 from agentlog.importers.builder import Imported
 from agentlog.importers.claude_code import import_claude_code
+from agentlog.importers.codex import import_codex
+from agentlog.importers.dsh import import_dsh
+from agentlog.importers.mini_swe_agent import import_mini_swe_agent
+from agentlog.importers.openai_chat import import_openai_chat
 from agentlog.importers.source import SourceFile
+from agentlog.importers.swe_agent import import_swe_agent
 from agentlog.importers.writing import Outcome, save_imported
 
 __all__ = ["IMPORTERS", "Imported", "Importer", "Outcome", "SourceFile", "save_imported"]
@@ -22,5 +27,10 @@ Importer = Callable[[SourceFile], list[Imported]]
 
 IMPORTERS: dict[str, Importer] = {
     "claude-code": import_claude_code,
+    "dsh": import_dsh,
+    "openai-chat": import_openai_chat,
+    "codex": import_codex,
+    "swe-agent": import_swe_agent,
+    "mini-swe-agent": import_mini_swe_agent,
 }
 """Format name -> importer, in the order ``agentlog import --help`` lists them."""
