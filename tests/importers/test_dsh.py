@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import orjson
@@ -12,6 +13,7 @@ from agentlog import SourceFormatError, open_store
 from agentlog.importers import SourceFile, save_imported
 from agentlog.importers.dsh import import_dsh
 from tests.conftest import SHARED_DATA, shared_data_dir
+from tests.importers.dsh_store import write_dsh_store
 
 MANIFEST = json.loads((SHARED_DATA / "dsh-fixtures" / "manifest.json").read_text()) \
     if (SHARED_DATA / "dsh-fixtures").is_dir() else []
@@ -56,3 +58,32 @@ def test_snapshot_templates_are_refused_then_import_once_filled(relative: str, t
     with open_store(f"jsonl://{tmp_path}") as store:
         save_imported(store, imported)
         assert len(store.inspect(imported.header.id).events) == len(imported.events)
+
+
+def test_a_dsh_sqlite_store_imports_every_session_it_holds(tmp_path: Path) -> None:
+    root = shared_data_dir() / "dsh-fixtures"
+    parent, _ = _import(root / "fork-parent-T5.raw-packed.jsonl")
+    child, _ = _import(root / "fork-child.raw-packed.jsonl")
+    crashed, _ = _import(root / "crash-midturn.raw-packed.jsonl")
+    sessions = [parent, child, crashed]
+    database = tmp_path / "dsh.db"
+    write_dsh_store(database, [(s.header, s.events) for s in sessions])  # type: ignore[attr-defined]
+    before = database.read_bytes()
+    imported = import_dsh(SourceFile(str(database), before))
+    assert [s.header.id for s in imported] == ["fx-fork-parent", "fx-fork-child", "fx-crash-midturn"]
+    for got, want in zip(imported, sessions, strict=True):
+        assert list(got.events) == list(want.events)  # type: ignore[attr-defined]
+        assert got.header.parent_session == want.header.parent_session  # type: ignore[attr-defined]
+    assert database.read_bytes() == before
+    with open_store(f"sqlite://{tmp_path / 'agentlog.db'}") as store:
+        assert [save_imported(store, s) for s in imported] == ["imported"] * 3
+        assert len(store.load("fx-crash-midturn").events) == 999  # the load repairs the crashed turn
+
+
+def test_other_sqlite_databases_are_refused(tmp_path: Path) -> None:
+    database = tmp_path / "other.db"
+    sqlite3.connect(database).execute("CREATE TABLE t(x)").connection.commit()
+    with pytest.raises(SourceFormatError, match="id 0 and schema version 0; expected a DSH store"):
+        import_dsh(SourceFile(str(database), database.read_bytes()))
+    with pytest.raises(SourceFormatError, match="not a readable SQLite database"):
+        import_dsh(SourceFile("x.db", b"SQLite format 3\x00" + b"\x00" * 50))

@@ -23,7 +23,7 @@ from agentlog.store.base import Store
 
 SUFFIXES: Final = {
     "claude-code": (".jsonl",),
-    "dsh": (".jsonl", ".zstd"),
+    "dsh": (".jsonl", ".zstd", ".db", ".sqlite", ".sqlite3"),
     "openai-chat": (".json",),
     "codex": (".jsonl",),
     "swe-agent": (".traj",),

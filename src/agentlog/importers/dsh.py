@@ -1,4 +1,5 @@
-"""DeepSeek Harness session files (a ``session.jsonl`` or ``session.jsonl.zstd`` from anywhere).
+"""DeepSeek Harness session files (a ``session.jsonl`` or ``session.jsonl.zstd`` from anywhere, or
+a DSH SQLite store: ``agentlog.importers.dsh_sqlite``).
 
 The file is read with the JSONL store's own reader (packed chunk rows, zstd frames, a torn
 tail ignored as a load would), so the session lands in any store exactly as DSH wrote it;
@@ -15,6 +16,7 @@ import orjson
 
 from agentlog.errors import AgentlogError
 from agentlog.importers.builder import Imported
+from agentlog.importers.dsh_sqlite import SQLITE_MAGIC, import_dsh_sqlite
 from agentlog.importers.source import SourceFile
 from agentlog.packed import resolve_entries
 from agentlog.store.jsonl_format import decode_complete_frames, first_stored_seq, scan_log
@@ -51,7 +53,10 @@ def _with_depth(data: bytes) -> bytes:
 
 
 def import_dsh(source: SourceFile) -> list[Imported]:
-    """The session of one DSH transcript, its events as stored (a torn tail counted, not kept)."""
+    """The session of one DSH transcript, its events as stored (a torn tail counted, not kept), or
+    every session of a DSH SQLite store."""
+    if source.data.startswith(SQLITE_MAGIC):
+        return import_dsh_sqlite(source)
     compressed = source.data.startswith(ZSTD_MAGIC)
     placeholder = _PLACEHOLDER.search(_first_line(source, compressed))
     if placeholder is not None:
