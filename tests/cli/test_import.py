@@ -129,3 +129,33 @@ def test_dsh_files_import_where_the_store_expects_them(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert (tmp_path / "--home-user-project--" / "fx-fork-parent" / "session.jsonl.zstd").is_file()
     assert invoke(f"jsonl://{tmp_path}", "show", "fx-fork-parent").exit_code == 0
+
+
+def test_concurrent_imports_of_the_same_files_write_each_session_once(tmp_path: Path) -> None:
+    env = {**os.environ, "AGENTLOG_STORE": f"jsonl://{tmp_path / 'store'}"}
+    command = [sys.executable, "-m", "agentlog.cli", "import", "claude-code", str(SMALL), "--json"]
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(3)]
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0], outputs
+    outcomes = [json.loads(line)["outcome"] for out, _ in outputs for line in out.splitlines()]
+    assert sorted(outcomes) == ["imported"] * 2 + ["skipped"] * 4
+    with open_store(f"jsonl://{tmp_path / 'store'}") as store:
+        assert store.inspect("cc-small").recovery is None
+
+
+def test_replace_is_refused_while_another_writer_holds_the_session(tmp_path: Path) -> None:
+    from agentlog.errors import SessionLockedError
+    from agentlog.importers import save_imported
+    from tests.importers.helpers import import_file
+
+    (imported,) = import_file("claude-code", SMALL)
+    url = f"jsonl://{tmp_path}"
+    with open_store(url) as store:
+        assert save_imported(store, imported) == "imported"
+    with open_store(url) as holder, holder.open("cc-small"), open_store(url) as other:
+        with pytest.raises(SessionLockedError, match="open for writing"):
+            save_imported(other, imported, replace=True, wait=0.2)
+        assert save_imported(other, imported, wait=0.2) == "skipped"  # no write needed: no lock
+    with open_store(url) as store:  # the import is intact (the live open added its end-seed marker)
+        assert list(store.load("cc-small").events)[: len(imported.events)] == list(imported.events)
