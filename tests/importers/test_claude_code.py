@@ -126,3 +126,19 @@ def test_a_malformed_line_names_file_and_line() -> None:
         import_claude_code(SourceFile("bad.jsonl", data))
     assert caught.value.file == "bad.jsonl" and "line 4:" in str(caught.value)
     assert caught.value.offset == sum(len(line) + 1 for line in good[:3])
+
+
+def test_the_todo_list_is_logged_when_it_changes() -> None:
+    todo = [{"content": "write tests", "status": "pending", "activeForm": "Writing tests"}]
+    def user(uuid: str, text: str, todos: list[dict[str, str]]) -> dict[str, object]:
+        return {"type": "user", "sessionId": "t", "uuid": uuid, "message": {"role": "user", "content": text},
+                "todos": todos}
+
+    reply = {"type": "assistant", "sessionId": "t", "uuid": "a1",
+             "message": {"id": "m1", "model": "claude", "content": []}}
+    lines = [user("u1", "plan", todo), reply, user("u2", "go", todo),
+             user("u3", "done?", [{**todo[0], "status": "completed"}])]
+    (imported,) = import_claude_code(SourceFile("t.jsonl", b"\n".join(orjson.dumps(line) for line in lines)))
+    checked(imported)
+    snapshots = [e.data["todos"][0]["status"] for e in imported.events if e.type == "todo/write"]
+    assert snapshots == ["pending", "completed"]

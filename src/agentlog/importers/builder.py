@@ -129,6 +129,12 @@ class LogBuilder:
         return self._emit("user/message", {"id": id, "role": "user", "content": list(content),
                                            "source": dict(source or {"kind": "user"})}, append=True)
 
+    def todos(self, todos: Sequence[Any]) -> None:
+        """A ``todo/write`` snapshot of the task list (inside a turn, where DSH logs it)."""
+        if not self._turn_open:
+            self.start_turn()
+        self._emit("todo/write", {"todos": list(todos)})
+
     def system(self, text: str | None) -> None:
         """The system prompt of the requests from here on (logged in the next request header)."""
         self._system = text or None

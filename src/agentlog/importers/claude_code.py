@@ -100,6 +100,7 @@ class _Session:
         self.boundary: dict[str, Any] | None = None
         self.model = "unknown"
         self.results: list[tuple[Line, dict[str, Any]]] = []
+        self.todos: list[Any] = []
 
     def feed(self, line: Line) -> None:
         record = line.value
@@ -198,6 +199,10 @@ class _Session:
             self.builder.end_turn({"kind": "aborted", "reason": {"kind": "user"}})
         human = record.get("isMeta") is not True and not text.startswith(_INTERRUPTED)
         self.builder.user(blocks, id=_record_id(line), new_turn=human)
+        todos = record.get("todos")
+        if isinstance(todos, list) and todos and todos != self.todos:
+            self.builder.todos(todos)
+            self.todos = todos
 
     def _compaction(self, line: Line, content: Any) -> None:
         self._flush()
