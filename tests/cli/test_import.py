@@ -159,3 +159,21 @@ def test_replace_is_refused_while_another_writer_holds_the_session(tmp_path: Pat
         assert save_imported(other, imported, wait=0.2) == "skipped"  # no write needed: no lock
     with open_store(url) as store:  # the import is intact (the live open added its end-seed marker)
         assert list(store.load("cc-small").events)[: len(imported.events)] == list(imported.events)
+
+
+def test_many_files_show_a_progress_bar_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    import agentlog.cli.importing as importing
+
+    screen = io.StringIO()
+    monkeypatch.setattr(importing, "console", Console(file=screen, force_terminal=True, width=160))
+    result = invoke(f"jsonl://{tmp_path}", "import", "claude-code", str(SMALL))
+    assert result.exit_code == 0, result.output
+    shown = screen.getvalue()
+    assert "importing" in shown and "\x1b[" in shown  # the bar, drawn with terminal controls
+    assert "cc-small-agent-s1" in shown  # then the summary table
