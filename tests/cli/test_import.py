@@ -177,3 +177,11 @@ def test_many_files_show_a_progress_bar_on_a_terminal(
     shown = screen.getvalue()
     assert "importing" in shown and "\x1b[" in shown  # the bar, drawn with terminal controls
     assert "cc-small-agent-s1" in shown  # then the summary table
+
+
+def test_help_lists_every_format_of_the_registry() -> None:
+    from agentlog.importers import IMPORTERS
+
+    shown = CliRunner().invoke(cli, ["import", "--help"], terminal_width=200).output
+    assert f"FORMAT: {', '.join(IMPORTERS)}." in shown
+    assert "``" not in shown and ":class:" not in shown  # no reStructuredText markup

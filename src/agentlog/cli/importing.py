@@ -102,7 +102,7 @@ def _table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-@click.command(name="import")
+@click.command(name="import", epilog=f"FORMAT: {', '.join(IMPORTERS)}.")
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(list(IMPORTERS)))
 @click.argument("paths", metavar="PATH...", nargs=-1, required=True,
                 type=click.Path(exists=True, path_type=Path))
@@ -116,8 +116,7 @@ def _table(rows: list[dict[str, Any]]) -> Table:
 @handled
 def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id: str | None,
                     replace: bool, as_json: bool) -> None:
-    """Import other tools' session files (FORMAT: claude-code, dsh, openai-chat, codex, swe-agent,
-    mini-swe-agent) into the store.
+    """Import other tools' session files (FORMAT, listed below) into the store.
 
     A directory imports every file of the format under it; a Claude Code transcript brings its
     subagent files along as child sessions. Ids come from the source, so importing a file again
