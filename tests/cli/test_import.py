@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,9 +27,18 @@ def rows(result: Result) -> list[dict[str, object]]:
     return [json.loads(line) for line in result.stdout.splitlines()]
 
 
-@pytest.fixture(params=["jsonl", "sqlite"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return f"jsonl://{tmp_path / 'store'}" if request.param == "jsonl" else f"sqlite://{tmp_path / 's.db'}"
+@pytest.fixture(params=["jsonl", "sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "postgres":
+        from tests.store.pg_worker import Schema
+
+        schema = Schema.new()
+        try:
+            yield schema.url
+        finally:
+            schema.drop()
+        return
+    yield f"jsonl://{tmp_path / 'store'}" if request.param == "jsonl" else f"sqlite://{tmp_path / 's.db'}"
 
 
 def test_import_brings_subagents_along_and_list_show_verify_see_them(store_url: str) -> None:
