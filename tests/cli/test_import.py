@@ -195,3 +195,17 @@ def test_help_lists_every_format_of_the_registry() -> None:
     shown = CliRunner().invoke(cli, ["import", "--help"], terminal_width=200).output
     assert f"FORMAT: {', '.join(IMPORTERS)}." in shown
     assert "``" not in shown and ":class:" not in shown  # no reStructuredText markup
+
+
+def test_a_value_the_log_cannot_hold_is_refused_naming_the_file(tmp_path: Path) -> None:
+    source = tmp_path / "huge-int.jsonl"
+    lines = [{"type": "user", "sessionId": "h", "uuid": "u1", "message": {"role": "user", "content": "hi"}},
+             {"type": "assistant", "sessionId": "h", "uuid": "a1", "message": {
+                 "id": "m1", "model": "claude", "content": [], "usage": {"input_tokens": 2**60}}}]
+    source.write_text("\n".join(json.dumps(line) for line in lines))
+    result = invoke(f"jsonl://{tmp_path / 'store'}", "import", "claude-code", str(source))
+    assert result.exit_code == 1
+    assert f"error: {source}: " in result.stderr
+    assert 'session "h", assistant/message, seq 4' in result.stderr
+    assert "data.usage.inputTokens" in result.stderr
+    assert not (tmp_path / "store").exists() or not any((tmp_path / "store").rglob("session.jsonl*"))

@@ -85,7 +85,7 @@ def _rows(fmt: str, files: list[Path], store: Store, session_id: str | None,
                        "unmapped": dict(imported.unmapped)}
         except (AgentlogError, OSError) as exc:
             detail = str(exc) if isinstance(exc, AgentlogError) else f"{type(exc).__name__}: {exc}"
-            yield {"file": str(path), "error": detail}
+            yield {"file": str(path), "error": detail if str(path) in detail else f"{path}: {detail}"}
 
 
 def _table(rows: list[dict[str, Any]]) -> Table:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentlog.errors import AgentlogError
 from agentlog.events import Event
 from agentlog.header import SessionHeader
 
@@ -234,5 +235,10 @@ class LogBuilder:
         if reason is None and self.pending():
             reason = {"kind": "interrupted"}
         self.end_turn(reason)
-        events = tuple(Event.from_wire(wire) for wire in self._wire)
-        return Imported(header, events, dict(sorted(self.unmapped.items())))
+        events = []
+        for wire in self._wire:
+            try:
+                events.append(Event.from_wire(wire))
+            except AgentlogError as exc:  # a source value the log cannot hold: say which event
+                raise exc.locate(session_id=header.id, seq=wire["seq"], event_type=wire["type"]) from None
+        return Imported(header, tuple(events), dict(sorted(self.unmapped.items())))
