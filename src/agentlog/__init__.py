@@ -29,6 +29,7 @@ from agentlog.errors import (
     SessionFormatUnsupportedError,
     SessionLockedError,
     SessionNotFoundError,
+    SourceFormatError,
     StoreError,
     SummarizerError,
     SurfaceError,
@@ -43,6 +44,7 @@ from agentlog.follow import follow
 from agentlog.fork import fork
 from agentlog.gc import Collected, collect_garbage
 from agentlog.header import FORMAT_VERSION, SessionHeader
+from agentlog.importers import IMPORTERS, Imported, SourceFile, save_imported
 from agentlog.invariants import InvariantChecker, check_invariants
 from agentlog.jsonvalue import FrozenDict, freeze, is_json_value, thaw
 from agentlog.messages import Message, derive_event_message, transcript
@@ -94,6 +96,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "EXPORTERS",
     "FORMAT_VERSION",
+    "IMPORTERS",
     "KNOWN_EVENT_TYPES",
     "SURFACE_TYPES",
     "AgentlogError",
@@ -115,6 +118,7 @@ __all__ = [
     "ForkError",
     "FrozenDict",
     "Hit",
+    "Imported",
     "Inspection",
     "InvalidEventError",
     "InvalidHeaderError",
@@ -147,6 +151,8 @@ __all__ = [
     "SessionNotFoundError",
     "SessionStats",
     "Snapshot",
+    "SourceFile",
+    "SourceFormatError",
     "SqliteStore",
     "Step",
     "Store",
@@ -193,6 +199,7 @@ __all__ = [
     "open_store",
     "redact_text",
     "redact_value",
+    "save_imported",
     "search_store",
     "store_stats",
     "thaw",

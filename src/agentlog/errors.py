@@ -22,6 +22,7 @@
     ├── CompactionConfigError (ValueError)  a compaction or pruner setting refused
     │   └── TargetPressureConfigError       the pressure policy cannot apply to a target
     ├── SummarizerError (RuntimeError)      .code: MAX_TOKENS, UNSUPPORTED_CONTENT, ...
+    ├── SourceFormatError (ValueError)      a file to import is not the format it was named as
     └── MissingExtraError (ImportError)     an optional dependency is not installed
 
 Errors carry structured fields (``session_id``, ``seq``, ``event_type``, ``path``,
@@ -48,6 +49,7 @@ __all__ = [
     "SessionFormatUnsupportedError",
     "SessionLockedError",
     "SessionNotFoundError",
+    "SourceFormatError",
     "StoreError",
     "SummarizerError",
     "SurfaceError",
@@ -220,6 +222,11 @@ class SummarizerError(AgentlogError, RuntimeError):
         self.status = status
         self.retry_after_ms = retry_after_ms
         self.retryable = retryable
+
+
+class SourceFormatError(AgentlogError, ValueError):
+    """A file handed to an importer is malformed or not the format it was named as; ``file`` and
+    ``offset`` say where, and the message names the line and the shape that was expected."""
 
 
 class MissingExtraError(AgentlogError, ImportError):

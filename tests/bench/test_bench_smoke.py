@@ -305,3 +305,14 @@ def test_an_unreachable_postgres_asked_for_by_name_is_an_error(monkeypatch: pyte
     assert result.figures == [] and result.comparisons == []
     assert [error["phase"] for error in result.errors] == ["postgres backend"]
     assert "PostgreSQL not reachable" in result.errors[0]["error"]
+
+
+def test_importers_suite_reports_import_and_save_beside_parsing(report: dict[str, Any]) -> None:
+    from tests.conftest import shared_data_dir
+
+    shared_data_dir()  # the suite reads the real transcripts
+    assert report["suites"]["importers"]["errors"] == []
+    for fmt in ("claude-code", "codex", "openai-chat"):
+        expected = {f"{fmt}.{fmt}_parse_ms", f"{fmt}.{fmt}_import_ms", f"{fmt}.{fmt}_save_ms"}
+        assert expected <= ids(report, "importers")
+        assert figure(report, "importers", f"{fmt}.{fmt}_import_ms")["ratio"] > 0

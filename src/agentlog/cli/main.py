@@ -8,7 +8,7 @@ import click
 import orjson
 from rich.table import Table
 
-from agentlog.cli import audit, chat, export, lineage, search, sessions, stats, tail, upkeep
+from agentlog.cli import audit, chat, export, importing, lineage, search, sessions, stats, tail, upkeep
 from agentlog.cli.app import State, cli, handled
 from agentlog.cli.render import console, print_json, safe, summary, visible
 
@@ -71,7 +71,7 @@ for command in (
     lineage.fork, lineage.materialize, lineage.delete,
     upkeep.repair, upkeep.compact, upkeep.gc, upkeep.check_upgrade,
     stats.stats, tail.tail, search.search,
-    export.export_session, audit.audit,
+    importing.import_sessions, export.export_session, audit.audit,
     chat.chat,
 ):
     cli.add_command(command)

@@ -353,7 +353,8 @@ def check_identity(conn: sqlite3.Connection, *, checked_cookie: int | None, file
     if application_id == DSH_APPLICATION_ID:
         raise SessionFormatUnsupportedError(
             f"the database is a DeepSeek Harness store (application id {application_id}, schema version "
-            f"{user_version}){when}; agentlog's SQLite store has its own schema: use a separate file",
+            f"{user_version}){when}; agentlog's SQLite store has its own schema: use a separate file, and "
+            "bring its sessions over with `agentlog import dsh FILE`",
             file=file)
     if application_id != APPLICATION_ID:
         raise StoreError(f"the database has application id {application_id}, not agentlog's "

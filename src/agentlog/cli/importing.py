@@ -1,0 +1,152 @@
+"""``agentlog import``: other tools' session files into the store, with a summary per session."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, Final
+
+import click
+import orjson
+from rich.progress import Progress
+from rich.table import Table
+
+from agentlog.cli.app import State, handled
+from agentlog.cli.render import console, errors, visible
+from agentlog.errors import AgentlogError, UsageError
+from agentlog.importers import IMPORTERS, Imported, SourceFile, save_imported
+from agentlog.importers.claude_code import companions
+from agentlog.store.base import Store
+
+SUFFIXES: Final = {
+    "claude-code": (".jsonl",),
+    "dsh": (".jsonl", ".zstd", ".db", ".sqlite", ".sqlite3"),
+    "openai-chat": (".json",),
+    "codex": (".jsonl",),
+    "swe-agent": (".traj",),
+    "mini-swe-agent": (".json",),
+}
+"""What a directory given as PATH contributes, per format (every file for other formats)."""
+
+
+def expand(fmt: str, paths: Sequence[Path]) -> list[Path]:
+    """The files to import: each file, a directory's files of the format (recursively), and a
+    Claude Code transcript's subagent files after it; each file once."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            suffixes = SUFFIXES.get(fmt)
+            found.extend(sorted(p for p in path.rglob("*") if p.is_file()
+                                and (suffixes is None or p.name.endswith(suffixes))))
+        else:
+            found.append(path)
+    ordered: dict[Path, None] = {}
+    for path in found:
+        if fmt == "claude-code" and path.parent.name == "subagents" and path.resolve() in ordered:
+            continue
+        ordered[path.resolve()] = None
+        if fmt == "claude-code":
+            ordered.update(dict.fromkeys(p.resolve() for p in companions(path)))
+    return list(ordered)
+
+
+def relinked(sessions: list[Imported], new_id: str, renames: dict[str, str]) -> list[Imported]:
+    """``--id``: the one top-level session takes ``new_id``; subagent sessions follow their parent."""
+    result = []
+    for imported in sessions:
+        header = imported.header
+        if header.origin != "subagent":
+            if renames:
+                raise UsageError("--id names one session, but the import holds more than one")
+            renames[header.id] = new_id
+            header = dataclasses.replace(header, id=new_id)
+        elif header.parent_session in renames:
+            header = dataclasses.replace(header, parent_session=renames[header.parent_session])
+        result.append(dataclasses.replace(imported, header=header))
+    return result
+
+
+def _rows(fmt: str, files: list[Path], store: Store, session_id: str | None,
+          replace: bool) -> Iterator[dict[str, Any]]:
+    importer = IMPORTERS[fmt]
+    renames: dict[str, str] = {}
+    for path in files:
+        try:
+            sessions = importer(SourceFile(str(path), path.read_bytes()))
+            if session_id is not None:
+                sessions = relinked(sessions, session_id, renames)
+            for imported in sessions:
+                outcome = save_imported(store, imported, replace=replace)
+                yield {"file": str(path), "session": imported.header.id, "outcome": outcome,
+                       "events": len(imported.events), "turns": imported.turns,
+                       "unmapped": dict(imported.unmapped)}
+        except (AgentlogError, OSError) as exc:
+            detail = str(exc) if isinstance(exc, AgentlogError) else f"{type(exc).__name__}: {exc}"
+            yield {"file": str(path), "error": detail if str(path) in detail else f"{path}: {detail}"}
+
+
+def _table(rows: list[dict[str, Any]]) -> Table:
+    table = Table()
+    for column in ("file", "session", "events", "turns", "not mapped", "outcome"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        if "error" in row:
+            table.add_row(visible(Path(row["file"]).name), "", "", "", "", "error (below)")
+            continue
+        unmapped = "; ".join(f"{visible(kind)}: {count}" for kind, count in row["unmapped"].items())
+        table.add_row(visible(Path(row["file"]).name), visible(row["session"]), str(row["events"]),
+                      str(row["turns"]), unmapped or "-", row["outcome"])
+    return table
+
+
+@click.command(name="import", epilog=f"FORMAT: {', '.join(IMPORTERS)}.")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(list(IMPORTERS)))
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True,
+                type=click.Path(exists=True, path_type=Path))
+@click.option("--id", "session_id", default=None, metavar="ID",
+              help="Store the file's session under ID (one PATH holding one session; its subagents follow).")
+@click.option("--replace", is_flag=True, help="Replace a session the store already holds under the same id.")
+@click.option("--json", "as_json", is_flag=True,
+              help='One JSON object per session: file, session, outcome, events, turns, unmapped '
+                   '(or file, error).')
+@click.pass_obj
+@handled
+def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id: str | None,
+                    replace: bool, as_json: bool) -> None:
+    """Import other tools' session files (FORMAT, listed below) into the store.
+
+    A directory imports every file of the format under it; a Claude Code transcript brings its
+    subagent files along as child sessions. Ids come from the source, so importing a file again
+    skips its sessions (--replace overwrites them). Each session's row counts what could not be
+    mapped, per kind. Exit status 1 when a file could not be imported.
+    """
+    files = expand(fmt, paths)
+    if session_id is not None and len([f for f in files if f.parent.name != "subagents"]) != 1:
+        raise click.UsageError("--id needs exactly one file to import")
+    rows: list[dict[str, Any]] = []
+    show_progress = console.is_terminal and not as_json and len(files) > 1
+    with state.store() as store, Progress(console=console, transient=True) if show_progress \
+            else nullcontext() as progress:
+        task = progress.add_task("importing", total=len(files)) if progress is not None else None
+        for row in _rows(fmt, files, store, session_id, replace):
+            rows.append(row)
+            if progress is not None and task is not None:
+                progress.update(task, completed=len({r["file"] for r in rows}))
+    if as_json:
+        for row in rows:
+            sys.stdout.write(orjson.dumps(row).decode() + "\n")
+    else:
+        console.print(_table(rows))
+        skipped = sum(1 for row in rows if row.get("outcome") == "skipped")
+        if skipped:
+            console.print(f"{skipped} session{'s' if skipped > 1 else ''} already in the store, "
+                          "left unchanged (--replace overwrites)")
+    failed = [row for row in rows if "error" in row]
+    for row in failed if not as_json else ():
+        errors.print(f"error: {visible(row['error'])}", soft_wrap=True)
+    if failed:
+        errors.print(f"error: {len(failed)} file{'s' if len(failed) > 1 else ''} could not be imported")
+        sys.exit(1)
