@@ -9,7 +9,7 @@ import pytest
 
 from agentlog.errors import ForkError
 from agentlog.events import Event, make_event
-from agentlog.fork import INVALID_BOUNDARY, OPEN_TURN, check_fork_boundary, fork
+from agentlog.fork import INVALID_BOUNDARY, OPEN_TURN, check_fork_boundary, fork, turn_end_after
 from agentlog.header import SessionHeader
 from agentlog.jsonvalue import MAX_SAFE_INTEGER, freeze, thaw
 from agentlog.session import Session
@@ -230,7 +230,7 @@ def test_boundary_inside_an_open_turn_is_refused(build: Any) -> None:
         f'fork boundary {boundary} in session "open-parent" ends inside open turn 1')
 
 
-def test_a_boundary_inside_a_turn_names_the_nearest_valid_boundaries() -> None:
+def test_a_boundary_inside_a_turn_names_the_valid_boundary_before_it() -> None:
     source = new_session()
     closed_turn(source, 1)
     before = source.events[-1].seq
@@ -238,8 +238,9 @@ def test_a_boundary_inside_a_turn_names_the_nearest_valid_boundaries() -> None:
     end = source.events[-1].seq
     with pytest.raises(ForkError) as caught:
         fork(source, before + 2)
-    assert caught.value.detail.endswith(
-        f"the nearest valid boundaries are seq {before} (before the turn starts) or seq {end} (its turn/end)")
+    assert caught.value.detail.endswith(f"the nearest valid boundary before it is seq {before}")
+    assert turn_end_after(source.events, before + 2) == end  # what the CLI adds from the whole log
+    assert turn_end_after(source.events, end) is None
 
 
 def test_default_boundary_of_a_source_with_an_open_turn_is_refused() -> None:

@@ -23,6 +23,7 @@ __all__ = [
     "SESSION_NOT_FOUND",
     "SESSION_NOT_LIVE",
     "check_fork_boundary",
+    "turn_end_after",
     "child_header",
     "fork",
 ]
@@ -85,15 +86,18 @@ def check_fork_boundary(events: Sequence[Event], boundary: int | None, session_i
 
 
 def _nearest_boundaries(events: Sequence[Event], turn_start: int, boundary: int) -> str:
-    """The valid boundaries around an open turn: the seq before it started, the seq that ends it."""
-    choices = [f"seq {turn_start - 1} (before the turn starts)"] if turn_start > 0 else []
-    for index in range(boundary + 1, len(events)):
-        if events[index].type == TURN_END:
-            choices.append(f"seq {events[index].seq} (its turn/end)")
-            break
-        if events[index].type == TURN_START:
-            break
-    return f"; the nearest valid boundaries are {' or '.join(choices)}" if choices else ""
+    """The valid boundary before an open turn (from the prefix only: cold and warm forks agree)."""
+    return f"; the nearest valid boundary before it is seq {turn_start - 1}" if turn_start > 0 else ""
+
+
+def turn_end_after(events: Sequence[Event], boundary: int) -> int | None:
+    """The seq of the ``turn/end`` closing the turn open at ``boundary``, if the log holds it."""
+    for event in events[boundary + 1:]:
+        if event.type == TURN_END:
+            return event.seq
+        if event.type == TURN_START:
+            return None
+    return None
 
 
 def child_header(source: Session, child_id: str, seed_length: int) -> SessionHeader:

@@ -101,8 +101,8 @@ def test_a_fork_inside_a_turn_names_the_nearest_valid_boundaries(tmp_path: Path)
     second_end = events[-1].seq
     refused = run(url, "fork", "parent", "--at", str(first_end + 3))
     assert refused.returncode == 1
-    assert f"nearest valid boundaries are seq {first_end} (before the turn starts) or seq {second_end}" \
-        in refused.stderr
+    assert f"the nearest valid boundary before it is seq {first_end}; seq {second_end} (where that turn " \
+        "ends) is valid too" in refused.stderr
 
 
 def test_the_other_jsonl_encoding_names_the_compression_option(tmp_path: Path) -> None:

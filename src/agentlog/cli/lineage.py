@@ -7,7 +7,7 @@ import click
 from agentlog.cli.app import State, handled, json_option
 from agentlog.cli.render import console, print_json, visible
 from agentlog.errors import ForkError
-from agentlog.fork import OPEN_TURN, check_fork_boundary
+from agentlog.fork import OPEN_TURN, turn_end_after
 
 
 @click.command()
@@ -24,9 +24,12 @@ def fork(state: State, session_id: str, boundary: int | None, child_id: str | No
         try:
             live = store.fork(session_id, boundary, child_id)
         except ForkError as exc:
-            if exc.code == OPEN_TURN and boundary is not None:  # the store read only the prefix:
-                check_fork_boundary(store.read_from(session_id, 0).events, boundary, session_id)
-            raise  # ... the whole log names the turn's end as a boundary too
+            if exc.code == OPEN_TURN and boundary is not None:  # the store read only the prefix
+                end = turn_end_after(store.read_from(session_id, 0).events, boundary)
+                if end is not None:
+                    exc.detail += f"; seq {end} (where that turn ends) is valid too"
+                    exc.args = (exc.detail,)
+            raise
         with live:
             header = live.session.header
             where = store.locate(header)
