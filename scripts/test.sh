@@ -4,6 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
-.venv/bin/ruff check src tests
+.venv/bin/ruff check src tests examples
 .venv/bin/mypy
 .venv/bin/python -m pytest "$@"

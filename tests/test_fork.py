@@ -226,7 +226,20 @@ def test_boundary_inside_an_open_turn_is_refused(build: Any) -> None:
     with pytest.raises(ForkError) as caught:
         fork(source, boundary)
     assert caught.value.code == OPEN_TURN
-    assert caught.value.detail == f'fork boundary {boundary} in session "open-parent" ends inside open turn 1'
+    assert caught.value.detail.startswith(
+        f'fork boundary {boundary} in session "open-parent" ends inside open turn 1')
+
+
+def test_a_boundary_inside_a_turn_names_the_nearest_valid_boundaries() -> None:
+    source = new_session()
+    closed_turn(source, 1)
+    before = source.events[-1].seq
+    closed_turn(source, 2)
+    end = source.events[-1].seq
+    with pytest.raises(ForkError) as caught:
+        fork(source, before + 2)
+    assert caught.value.detail.endswith(
+        f"the nearest valid boundaries are seq {before} (before the turn starts) or seq {end} (its turn/end)")
 
 
 def test_default_boundary_of_a_source_with_an_open_turn_is_refused() -> None:

@@ -16,5 +16,5 @@ def test_readme_python_blocks_run() -> None:
 def test_readme_command_table_lists_every_command() -> None:
     from agentlog.cli.main import cli
 
-    listed = set(re.findall(r"^\| `agentlog (\w+)", README.read_text(), flags=re.MULTILINE))
+    listed = set(re.findall(r"^\| `agentlog ([\w-]+)", README.read_text(), flags=re.MULTILINE))
     assert listed == set(cli.commands)

@@ -39,7 +39,9 @@ from agentlog.errors import (
 from agentlog.events import KNOWN_EVENT_TYPES, SURFACE_TYPES, Event, Replace, SurfaceOp
 from agentlog.exporters import EXPORTERS, ExportSource
 from agentlog.exporters import export as export_session
+from agentlog.follow import follow
 from agentlog.fork import fork
+from agentlog.gc import Collected, collect_garbage
 from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.invariants import InvariantChecker, check_invariants
 from agentlog.jsonvalue import FrozenDict, freeze, is_json_value, thaw
@@ -48,7 +50,9 @@ from agentlog.recorder import Recorder, Step, Turn
 from agentlog.redact import SecretFinding, find_secrets, redact_text, redact_value
 from agentlog.repair import interrupted_turn_closers
 from agentlog.request_header import canonical_header, fold_request_header, header_equals
+from agentlog.search import Hit, SearchResult, search_store
 from agentlog.session import EventsView, Session
+from agentlog.stats import SessionStats, StoreStats, store_stats
 from agentlog.store.base import Store
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.memory import MemoryStore
@@ -65,6 +69,7 @@ from agentlog.surface import (
     is_replacement_surface_event,
     is_surface_event,
 )
+from agentlog.upgrade import UpgradeCheck, check_upgrade
 
 __version__ = "0.1.0"
 
@@ -94,6 +99,7 @@ __all__ = [
     "AgentlogError",
     "AuditCheck",
     "AuditReport",
+    "Collected",
     "CompactionConfig",
     "CompactionConfigError",
     "CompactionError",
@@ -108,6 +114,7 @@ __all__ = [
     "FidelityReport",
     "ForkError",
     "FrozenDict",
+    "Hit",
     "Inspection",
     "InvalidEventError",
     "InvalidHeaderError",
@@ -127,6 +134,7 @@ __all__ = [
     "Recovery",
     "Replace",
     "Replacement",
+    "SearchResult",
     "SecretFinding",
     "Session",
     "SessionCorruptionError",
@@ -135,11 +143,13 @@ __all__ = [
     "SessionHeader",
     "SessionLockedError",
     "SessionNotFoundError",
+    "SessionStats",
     "Snapshot",
     "SqliteStore",
     "Step",
     "Store",
     "StoreError",
+    "StoreStats",
     "Summarizer",
     "SummarizerError",
     "SummaryRequest",
@@ -153,18 +163,22 @@ __all__ = [
     "ToolResultPruner",
     "Turn",
     "Unreadable",
+    "UpgradeCheck",
     "UsageError",
     "WriteFailedError",
     "__version__",
     "audit_session",
     "canonical_header",
     "check_invariants",
+    "check_upgrade",
+    "collect_garbage",
     "compaction_fidelity",
     "derive_event_message",
     "export_session",
     "find_secrets",
     "fold_request_header",
     "fold_surface",
+    "follow",
     "fork",
     "freeze",
     "header_equals",
@@ -176,6 +190,8 @@ __all__ = [
     "open_store",
     "redact_text",
     "redact_value",
+    "search_store",
+    "store_stats",
     "thaw",
     "transcript",
 ]

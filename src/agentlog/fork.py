@@ -77,10 +77,23 @@ def check_fork_boundary(events: Sequence[Event], boundary: int | None, session_i
         if event.type == TURN_START:
             turn = event.data.get("turn") if isinstance(event.data, dict) else None
             raise ForkError(
-                f'fork boundary {boundary} in session "{session_id}" ends inside open turn {turn}',
+                f'fork boundary {boundary} in session "{session_id}" ends inside open turn {turn}'
+                f"{_nearest_boundaries(events, index, boundary)}",
                 session_id=session_id, code=OPEN_TURN,
             )
     return boundary + 1
+
+
+def _nearest_boundaries(events: Sequence[Event], turn_start: int, boundary: int) -> str:
+    """The valid boundaries around an open turn: the seq before it started, the seq that ends it."""
+    choices = [f"seq {turn_start - 1} (before the turn starts)"] if turn_start > 0 else []
+    for index in range(boundary + 1, len(events)):
+        if events[index].type == TURN_END:
+            choices.append(f"seq {events[index].seq} (its turn/end)")
+            break
+        if events[index].type == TURN_START:
+            break
+    return f"; the nearest valid boundaries are {' or '.join(choices)}" if choices else ""
 
 
 def child_header(source: Session, child_id: str, seed_length: int) -> SessionHeader:

@@ -91,7 +91,7 @@ def test_store_suite_reports_every_figure_for_each_backend(report: dict[str, Any
 
 def test_adapters_suite_reports_recording_beside_each_sdks_parse(report: dict[str, Any]) -> None:
     assert report["suites"]["adapters"]["errors"] == []
-    for sdk in ("openai", "anthropic"):
+    for sdk in ("openai", "openai-responses", "anthropic"):
         assert {f"{sdk}.sdk_us_per_chunk", f"{sdk}.record_us_per_chunk"} <= ids(report, "adapters")
         recorded = figure(report, "adapters", f"{sdk}.record_us_per_chunk")
         assert recorded["ratio_target"] == {"op": "<=", "limit": 1.0} and recorded["ratio"] > 0

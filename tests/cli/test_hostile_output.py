@@ -3,6 +3,7 @@ bidirectional overrides in messages, tool output, paths and ids are shown as vis
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,15 @@ def hostile_store(root: Path) -> str:
     return url
 
 
-@pytest.mark.parametrize("command", [["list"], ["show", "h\x1b[31m1"], ["inspect", "h\x1b[31m1"],
-                                     ["verify", "h\x1b[31m1"], ["show", "nope\x1b[2J"]])
+SID = "h\x1b[31m1"
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", SID], ["inspect", SID], ["verify", SID],
+                                     ["show", "nope\x1b[2J"], ["stats"], ["stats", SID], ["search", "hi"],
+                                     ["search", "out"], ["tail", SID, "-n", "100"],
+                                     ["repair", SID, "--dry-run"],
+                                     ["check-upgrade"], ["fork", SID, "--child", "k\x1b[2J"],
+                                     ["tail", "nope\x1b[2J"], ["delete", "nope\x1b[2J", "--yes"]])
 def test_session_content_is_printed_without_control_sequences(tmp_path: Path, command: list[str]) -> None:
     url = hostile_store(tmp_path / "root")
     result = CliRunner().invoke(cli, ["--store", url, *command])
@@ -40,3 +48,37 @@ def test_session_content_is_printed_without_control_sequences(tmp_path: Path, co
     for raw in RAW:
         assert raw not in shown, (command, raw, shown)
     assert "\\x1b" in shown  # what was there is still visible, as an escape
+
+
+@pytest.mark.parametrize("command", [["list", "--json"], ["show", SID, "--json"], ["inspect", SID, "--json"],
+                                     ["verify", SID, "--json"], ["stats", "--json"],
+                                     ["search", "hi", "--json"],
+                                     ["tail", SID, "--json"], ["repair", SID, "--json", "--dry-run"],
+                                     ["check-upgrade", "--json"]])
+def test_json_output_escapes_every_control_and_decodes_to_the_stored_text(tmp_path: Path,
+                                                                          command: list[str]) -> None:
+    import json
+
+    url = hostile_store(tmp_path / "root")
+    result = CliRunner().invoke(cli, ["--store", url, *command])
+    assert result.exit_code == 0, result.output
+    for raw in RAW:
+        assert raw not in result.stdout, (command, raw)
+    text = result.stdout
+    decoded = ([json.loads(line) for line in text.splitlines()]
+               if command[0] in ("list", "inspect", "tail") else [json.loads(text)])
+    texts = list(_strings(decoded))
+    assert command[0] in ("show", "inspect", "tail") or SID in texts
+    if command[0] in ("show", "inspect"):
+        assert any(HOSTILE in text for text in texts)  # the stored text, intact once decoded
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)

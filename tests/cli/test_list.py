@@ -28,8 +28,8 @@ def test_list_shows_every_readable_session_and_each_bad_one_on_its_own_row(url: 
     assert result.exit_code == 1
     table = CliRunner().invoke(cli, ["--store", url, "list"], env={"COLUMNS": "300"})
     assert table.exit_code == 1
-    lines = [line for line in table.stdout.splitlines() if " s" in line]
-    assert [line.split()[1] for line in lines] == ["s1", "s3", "s2"]
+    lines = [line for line in table.stdout.splitlines() if line.startswith("s")]
+    assert [line.split()[0] for line in lines] == ["s1", "s3", "s2"]
     assert "unreadable" in lines[2] and "error:" in lines[2]
     assert "error: 1 session could not be read" in table.stderr
     assert "Traceback" not in table.output

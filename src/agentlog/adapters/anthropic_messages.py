@@ -8,7 +8,7 @@ next request is valid), ``tool_use`` input deltas, usage and the stop reason, th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from agentlog.adapters.anthropic_request import (
@@ -63,12 +63,19 @@ _STOP: Final = {
 }
 
 
+def _error_object(body: object) -> Mapping[str, Any]:
+    """The ``error`` object of an Anthropic error body ``{type: error, error: {type, message}}``."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    return error if isinstance(error, Mapping) else {}
+
+
 def anthropic_failure(exc: BaseException) -> FrozenDict:
     """The LlmFailure of an ``anthropic`` exception ("prompt is too long" -> ``CONTEXT_WINDOW_EXCEEDED``)."""
     if isinstance(exc, anthropic.APIStatusError):
-        message = exc.api_message or str(exc)
+        error = _error_object(exc.body)  # SDKs before 0.7x have no ``api_message`` / ``type``
+        message = getattr(exc, "api_message", None) or error.get("message") or str(exc)
         if exc.response.status_code == 200:  # an ``error`` event inside the stream
-            kind = str(exc.type or "provider_error").upper()
+            kind = str(getattr(exc, "type", None) or error.get("type") or "provider_error").upper()
             code = CONTEXT_OVERFLOW_CODE if is_context_overflow(message) else kind
             return frozen_dict({"message": message, "code": code})
         return status_failure(exc.status_code, message, overflow=False, headers=exc.response.headers,

@@ -20,6 +20,7 @@ from agentlog.adapters.common import (
     arelay,
     connection_failure,
     is_context_overflow,
+    is_transport_error,
     relay,
     status_failure,
     tool_calls,
@@ -85,6 +86,8 @@ def chat_failure(exc: BaseException) -> FrozenDict:
                               request_id=exc.request_id)
     if isinstance(exc, openai.APIConnectionError):
         return connection_failure(exc, timeout=isinstance(exc, openai.APITimeoutError))
+    if is_transport_error(exc):  # SDKs before 3.14 do not wrap a connection lost mid-stream
+        return connection_failure(exc, timeout="Timeout" in type(exc).__name__)
     if isinstance(exc, openai.APIError):  # an ``error`` event inside the stream
         overflow = exc.code in _CONTEXT_CODES or is_context_overflow(exc.message)
         code = CONTEXT_OVERFLOW_CODE if overflow else "PROVIDER_ERROR"
@@ -98,7 +101,8 @@ def chat_error(exc: BaseException) -> BaseException:
     The recorder reads that attribute for the turn's error reason and the compactor for
     overflow recovery: ``if not step.on_request_error(chat_error(exc)): raise``.
     """
-    if isinstance(exc, openai.OpenAIError) and not isinstance(getattr(exc, "llm_failure", None), Mapping):
+    if (isinstance(exc, openai.OpenAIError) or is_transport_error(exc)) and not isinstance(
+            getattr(exc, "llm_failure", None), Mapping):
         exc.llm_failure = chat_failure(exc)  # type: ignore[attr-defined]
     return exc
 
@@ -168,14 +172,14 @@ def record_chat_stream(step: Step, stream: Iterable[ChatCompletionChunk], *, pro
     early keeps the streamed prefix as an interrupted message. Ask for usage with
     ``stream_options={"include_usage": True}``.
     """
-    return relay(_ChatStream(step, provider, model), stream, chat_error, openai.OpenAIError)
+    return relay(_ChatStream(step, provider, model), stream, chat_error, Exception)
 
 
 def arecord_chat_stream(step: Step, stream: AsyncIterable[ChatCompletionChunk], *,
                         provider: str | None = None,
                         model: str | None = None) -> AsyncIterator[ChatCompletionChunk]:
     """``record_chat_stream`` for ``AsyncOpenAI`` streams (``async for``)."""
-    return arelay(_ChatStream(step, provider, model), stream, chat_error, openai.OpenAIError)
+    return arelay(_ChatStream(step, provider, model), stream, chat_error, Exception)
 
 
 def record_chat_completion(step: Step, completion: ChatCompletion, *, provider: str | None = None,

@@ -1,9 +1,10 @@
-"""``adapters`` suite: recording overhead per streamed chunk beside the SDK's own parse of it.
+"""``adapters`` suite: recording overhead per streamed chunk (or event) beside the SDK's own parse of it.
 
 The SDK cost is its ``Stream`` turning SSE bytes into chunk objects (SSE decode, JSON, model
 construction) from an in-memory response; the recording cost is ``record_chat_stream`` /
-``record_messages_stream`` over those parsed objects into an in-memory session, assembly of
-the assistant message included. Target: recording <= 1x the SDK's parse.
+``record_messages_stream`` / ``record_responses_stream`` over those parsed objects into an
+in-memory session, assembly of the assistant message included. Target: recording <= 1x the
+SDK's parse.
 """
 
 from __future__ import annotations
@@ -82,6 +83,48 @@ def _anthropic_sse(count: int) -> bytes:
     return "".join(parts).encode()
 
 
+def _responses_sse(count: int) -> bytes:
+    """A Responses API stream: a reasoning summary, output text, then one function call's arguments."""
+    numbers = itertools.count()
+
+    def event(kind: str, **data: Any) -> str:
+        body = json.dumps({"type": kind, "sequence_number": next(numbers), **data})
+        return f"event: {kind}\ndata: {body}\n\n"
+
+    response: dict[str, Any] = {
+        "id": "resp_1", "object": "response", "created_at": 1, "status": "in_progress", "model": "gpt-5",
+        "output": [], "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "error": None,
+        "incomplete_details": None, "usage": None}
+    thoughts, texts = count // 8, count * 5 // 8
+    arguments = [f'"a{i}",' for i in range(count - thoughts - texts - 12)]
+    reasoning = {"id": "rs_1", "type": "reasoning", "encrypted_content": "gAAAA",
+                 "summary": [{"type": "summary_text", "text": "".join(f"r{i} " for i in range(thoughts))}]}
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed", "content": [
+        {"type": "output_text", "annotations": [], "text": "".join(f"tok{i} " for i in range(texts))}]}
+    call = {"id": "fc_1", "type": "function_call", "status": "completed", "call_id": "call_1",
+            "name": "read", "arguments": "{" + "".join(arguments)}
+    parts = [event("response.created", response=response),
+             event("response.output_item.added", output_index=0, item={**reasoning, "summary": []})]
+    parts += [event("response.reasoning_summary_text.delta", item_id="rs_1", output_index=0, summary_index=0,
+                    delta=f"r{i} ") for i in range(thoughts)]
+    parts += [event("response.output_item.done", output_index=0, item=reasoning),
+              event("response.output_item.added", output_index=1, item={**message, "content": []})]
+    parts += [event("response.output_text.delta", item_id="msg_1", output_index=1, content_index=0,
+                    delta=f"tok{i} ", logprobs=[]) for i in range(texts)]
+    parts += [event("response.output_item.done", output_index=1, item=message),
+              event("response.output_item.added", output_index=2, item={**call, "arguments": "{"})]
+    parts += [event("response.function_call_arguments.delta", item_id="fc_1", output_index=2, delta=delta)
+              for delta in arguments]
+    parts += [event("response.function_call_arguments.done", item_id="fc_1", output_index=2,
+                    arguments=call["arguments"]),
+              event("response.output_item.done", output_index=2, item=call)]
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": count,
+             "output_tokens_details": {"reasoning_tokens": thoughts}, "total_tokens": count + 10}
+    parts.append(event("response.completed", response={**response, "status": "completed",
+                                                       "output": [reasoning, message, call], "usage": usage}))
+    return "".join(parts).encode()
+
+
 def _parse(sdk: Any, raw: bytes, cast_to: Any, url: str) -> tuple[float, list[Any]]:
     """Seconds the SDK's own ``Stream`` spends turning ``raw`` into objects, and the objects."""
     http = _http()
@@ -134,12 +177,14 @@ def _provider(ctx: Context, name: str, parse: Callable[[], tuple[float, list[Any
 
 
 _CASES: Final = (
-    ("openai", "openai.types.chat:ChatCompletionChunk", "agentlog.adapters.openai_chat:record_chat_stream",
-     _openai_sse, "http://127.0.0.1:9/v1"),
-    ("anthropic", "anthropic.types:RawMessageStreamEvent",
+    ("openai", "openai", "openai.types.chat:ChatCompletionChunk",
+     "agentlog.adapters.openai_chat:record_chat_stream", _openai_sse, "http://127.0.0.1:9/v1"),
+    ("openai-responses", "openai", "openai.types.responses:ResponseStreamEvent",
+     "agentlog.adapters.openai_responses:record_responses_stream", _responses_sse, "http://127.0.0.1:9/v1"),
+    ("anthropic", "anthropic", "anthropic.types:RawMessageStreamEvent",
      "agentlog.adapters.anthropic_messages:record_messages_stream", _anthropic_sse, "http://127.0.0.1:9"),
 )
-"""Per SDK: its name, the type its stream yields, the adapter's entry point, the reply, a base URL."""
+"""Per adapter: its name, its SDK, the type the stream yields, the entry point, the reply, a base URL."""
 
 
 def _load(path: str) -> Any:
@@ -149,11 +194,11 @@ def _load(path: str) -> Any:
 
 def run(ctx: Context) -> None:
     """Both adapters whose SDK is installed; a missing SDK is a noted skip."""
-    for name, cast_to, entry, reply, url in _CASES:
+    for name, package, cast_to, entry, reply, url in _CASES:
         try:
-            sdk, item_type, record = importlib.import_module(name), _load(cast_to), _load(entry)
+            sdk, item_type, record = importlib.import_module(package), _load(cast_to), _load(entry)
         except ImportError:
-            ctx.note(f"{name} SDK not installed: pip install 'agentlog[{name}]'")
+            ctx.note(f"{package} SDK not installed: pip install 'agentlog[{package}]'")
             continue
         raw = reply(CHUNKS)
 

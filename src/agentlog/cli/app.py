@@ -35,6 +35,11 @@ class State:
         return open_store(self.store_url, create=create)
 
 
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print the outcome as one JSON object (shapes in the README).")
+"""The ``--json`` flag of commands whose output is one object."""
+
+
 def handled(command: F) -> F:
     """Turn library errors into one clear line and a non-zero exit status."""
 

@@ -5,23 +5,36 @@ from __future__ import annotations
 import sys
 
 import click
+import orjson
 from rich.table import Table
 
-from agentlog.cli import audit, export, lineage, sessions
+from agentlog.cli import audit, chat, export, lineage, search, sessions, stats, tail, upkeep
 from agentlog.cli.app import State, cli, handled
-from agentlog.cli.render import console, safe, summary
+from agentlog.cli.render import console, print_json, safe, summary, visible
 
 
 @click.command()
+@click.option("--json", "as_json", is_flag=True,
+              help='One JSON object: {"session", "child", "sessionFile", "childFile", "closers", ...}.')
 @click.pass_obj
 @handled
-def demo(state: State) -> None:
+def demo(state: State, as_json: bool) -> None:
     """Record a scripted coding-agent session, SIGKILL it mid-turn, restore it and fork it.
 
     Runs offline (no network, no API key) in the default store or --store.
     """
     from agentlog.demo import run_demo
 
+    if as_json:
+        report = run_demo(state.store_url, log=lambda line: None)
+        print_json({"store": state.store_url, "session": report.session_id, "child": report.child_id,
+                    "sessionFile": report.session_path, "childFile": report.child_path,
+                    "recordedEvents": report.recorded_events,
+                    "durableBeforeCrash": report.durable_before_crash,
+                    "closers": [orjson.loads(event.to_json()) for event in report.closers],
+                    "restoredMessages": report.restored_messages, "childEvents": report.child_events,
+                    "childMessages": report.child_messages, "forkBoundary": report.fork_boundary})
+        return
     console.print(f"[bold]agentlog demo[/bold] - store: {safe(state.store_url)}", markup=True)
     report = run_demo(state.store_url, log=lambda line: console.print(f"  • {line}"))
     console.print()
@@ -33,10 +46,10 @@ def demo(state: State) -> None:
     console.print(table)
     console.print()
     console.print(f"session  {report.session_id}: {report.restored_messages} model messages after restore")
-    console.print(f"         file: {report.session_path}")
+    console.print(f"         file: {visible(str(report.session_path))}")
     console.print(f"fork     {report.child_id}: {report.child_events} events, "
                   f"{report.child_messages} model messages (seeded up to seq {report.fork_boundary})")
-    console.print(f"         file: {report.child_path}")
+    console.print(f"         file: {visible(str(report.child_path))}")
     console.print()
     console.print("next: " + f"agentlog show {report.session_id}   ·   agentlog verify {report.session_id}"
                   f"   ·   agentlog inspect {report.child_id}")
@@ -46,7 +59,7 @@ def demo(state: State) -> None:
                               "help_option_names": []})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def bench(args: tuple[str, ...]) -> None:
-    """Run the benchmarks (the same as ``python -m agentlog.bench``; see ``agentlog bench -h``)."""
+    """Run the benchmarks (the same as python -m agentlog.bench; see agentlog bench -h)."""
     from agentlog.bench.__main__ import main as bench_main
 
     sys.exit(bench_main(list(args)))
@@ -56,6 +69,9 @@ for command in (
     demo, bench,
     sessions.list_sessions, sessions.show, sessions.verify, sessions.inspect,
     lineage.fork, lineage.materialize, lineage.delete,
+    upkeep.repair, upkeep.compact, upkeep.gc, upkeep.check_upgrade,
+    stats.stats, tail.tail, search.search,
+    chat.chat,
     export.export_session, audit.audit,
 ):
     cli.add_command(command)

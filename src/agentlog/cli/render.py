@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
+import orjson
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
 from agentlog.errors import AgentlogError
-from agentlog.jsonvalue import dumps, dumps_indented
+from agentlog.jsonvalue import dumps
+from agentlog.message_text import compact, text_of
+from agentlog.store.records import Unreadable
+from agentlog.visible import INVISIBLE
 from agentlog.visible import visible as visible  # re-exported: the CLI modules print through it
 
 console = Console(highlight=False, markup=False, soft_wrap=True)  # never break ids and paths
@@ -21,44 +27,62 @@ def safe(text: str) -> str:
     return escape(visible(text))
 
 
+_JSON_INVISIBLE = {code: f"\\u{code:04x}" for code in INVISIBLE if code >= 0x7F}
+"""What orjson leaves raw in strings (DEL, C1, bidi controls), as JSON escapes of the same text."""
+
+
+def json_text(value: Any, *, indent: bool = True) -> str:
+    """``value`` as JSON for a terminal: valid JSON in which no character can act on the terminal."""
+    try:
+        raw = orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+    except orjson.JSONEncodeError:  # past orjson's depth limit
+        raw = dumps(value).decode()
+    return json_safe(raw)
+
+
+def json_safe(raw: str) -> str:
+    """Encoded JSON with DEL, C1 and bidi controls escaped (orjson escapes only C0)."""
+    return raw.translate(_JSON_INVISIBLE)
+
+
+def print_json(value: Any, *, indent: bool = True) -> None:
+    """One JSON document (or line, without ``indent``) on stdout, never wrapped."""
+    import sys
+
+    sys.stdout.write(json_text(value, indent=indent) + "\n")
+
+
+def unreadable_json(bad: Unreadable) -> dict[str, Any]:
+    """The ``--json`` shape of a session that could not be read (the same in every command)."""
+    return {"id": bad.session_id, "where": bad.where, "error": str(bad.error)}
+
+
+def columns(head: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+    """An aligned plain table whose cells are never wrapped or cut: ids and paths are copied from it."""
+    table = [list(head), *([visible(cell) for cell in row] for row in rows)]
+    widths = [max(cell_len(row[index]) for row in table) for index in range(len(head))]
+    for row in table:
+        console.print("  ".join(cell + " " * (widths[index] - cell_len(cell))
+                                for index, cell in enumerate(row)).rstrip())
+
+
+@contextmanager
+def progress(label: str) -> Iterator[Callable[[int, int], None]]:
+    """A ``progress(done, total)`` callback: a transient bar on stderr when it is a terminal."""
+    if not errors.is_terminal:
+        yield lambda done, total: None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=errors, transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
 def iso(ms: int) -> str:
     import datetime
 
     return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def text_of(blocks: Any) -> str:
-    """The readable text of content blocks, nested tool results included (iterative: any depth)."""
-    parts: list[str] = []
-    pending: list[Iterator[Any]] = [iter(blocks or ())]
-    while pending:
-        block: Any = next(pending[-1], _DONE)
-        if block is _DONE:
-            pending.pop()
-            continue
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind in ("text", "reasoning"):
-            parts.append(str(block.get("text", "")))
-        elif kind == "tool-call":
-            parts.append(f"→ {block.get('name')}({compact(block.get('arguments'))})")
-        elif kind == "tool-result":
-            parts.append(f"← result{' (error)' if block.get('isError') else ''}:")
-            content = block.get("content")
-            pending.append(iter(content if isinstance(content, list) else ()))
-    return " ".join(part for part in parts if part)
-
-
-_DONE = object()
-
-
-def indented(value: Any) -> str:
-    """Indented JSON; past orjson's depth limit, compact JSON from the iterative encoder."""
-    return dumps_indented(value).decode()
-
-
-def compact(value: Any) -> str:
-    """A string as is, any other JSON value as compact JSON (iterative encoder past orjson's depth)."""
-    return value if isinstance(value, str) else dumps(value).decode()
 
 
 def clip(text: str, width: int = 100) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 import orjson
@@ -10,16 +11,20 @@ from rich.table import Table
 
 from agentlog.cli.app import State, handled
 from agentlog.cli.render import (
+    columns,
     console,
     displayed,
     errors,
-    indented,
     iso,
+    json_safe,
+    print_json,
     print_message,
     safe,
     summary,
+    unreadable_json,
     visible,
 )
+from agentlog.errors import AgentlogError
 from agentlog.store.records import Recovery
 
 
@@ -40,20 +45,15 @@ def list_sessions(state: State, as_json: bool) -> None:
                      key=lambda header: (header.created_at, header.id))
     if as_json:
         for header in headers:
-            sys.stdout.write(orjson.dumps(header.to_wire()).decode() + "\n")
+            print_json(header.to_wire(), indent=False)
         for bad in listing.unreadable:
-            row = {"id": bad.session_id, "where": bad.where, "error": str(bad.error)}
-            sys.stdout.write(orjson.dumps(row).decode() + "\n")
-    else:
-        table = Table()
-        for column in ("id", "created", "cwd", "parent"):
-            table.add_column(column, overflow="fold")  # ids are copied from here: never elide them
-        for header in headers:
-            table.add_row(visible(header.id), iso(header.created_at), visible(header.cwd or ""),
-                          visible(header.parent_session or ""))
-        for bad in listing.unreadable:
-            table.add_row(visible(bad.session_id or "?"), "unreadable", visible(f"error: {bad.error}"), "")
-        console.print(table)
+            print_json(unreadable_json(bad), indent=False)
+    else:  # ids and paths are copied from here: never wrapped, never elided
+        rows = [[header.id, iso(header.created_at), header.cwd or "", header.parent_session or ""]
+                for header in headers]
+        rows += [[bad.session_id or "?", "unreadable", f"error: {bad.error}", ""]
+                 for bad in listing.unreadable]
+        columns(("id", "created", "cwd", "parent"), rows)
     if listing.unreadable:
         count = len(listing.unreadable)
         errors.print(f"error: {count} session{'s' if count > 1 else ''} could not be read (listed above)")
@@ -73,7 +73,7 @@ def show(state: State, session_id: str, as_json: bool) -> None:
         inspection = store.inspect(session_id)
     messages = transcript(inspection.events)
     if as_json:
-        sys.stdout.write(indented(messages) + "\n")
+        print_json(messages)
         return
     for message in messages:
         print_message(message)
@@ -95,9 +95,12 @@ class _VerifyCommand(click.Command):
 
 @click.command(cls=_VerifyCommand)
 @click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True,
+              help='One JSON object: {"id", "status": "ok"|"recovered"|"invalid", "events", '
+                   '"surfaceNodes", "messages", "recovery", "error"}.')
 @click.pass_obj
 @handled
-def verify(state: State, session_id: str) -> None:
+def verify(state: State, session_id: str, as_json: bool) -> None:
     """Validate a session fully (restore rules + turn/step/tool invariants) without writing.
 
     Reports a torn tail it ignored (bytes and offset in a file) and the interrupted turn that
@@ -113,6 +116,33 @@ def verify(state: State, session_id: str) -> None:
 
     A turn that another process is still recording looks interrupted here too.
     """
+    try:
+        counts, recovery, where = _verified(state, session_id)
+    except AgentlogError as exc:
+        if not as_json:
+            raise
+        print_json({"id": session_id, "status": "invalid", "events": None, "surfaceNodes": None,
+                    "messages": None, "recovery": None, "error": str(exc)})
+        sys.exit(1)
+    if as_json:
+        print_json({"id": session_id, "status": "ok" if recovery is None else "recovered", **counts,
+                    "recovery": None if recovery is None else recovery_json(recovery, where), "error": None})
+        sys.exit(0 if recovery is None else 2)
+    described = (f"{counts['events']} events, {counts['surfaceNodes']} surface nodes, "
+                 f"{counts['messages']} model messages")
+    if recovery is None:
+        console.print(f"[green]ok[/green] {safe(session_id)}: {described}", markup=True)
+        return
+    console.print(f"[yellow]recovered[/yellow] {safe(session_id)}: readable; "
+                  "loading it commits the repair below", markup=True)
+    for line in recovery_lines(recovery, where):
+        console.print(f"  {visible(line)}")
+    console.print(f"  with the repair: {described}")
+    sys.exit(2)
+
+
+def _verified(state: State, session_id: str) -> tuple[dict[str, int], Recovery | None, str | None]:
+    """Full validation of a stored session: its counts, what a load would repair, its file."""
     from agentlog.invariants import check_invariants
     from agentlog.session import Session
 
@@ -121,21 +151,20 @@ def verify(state: State, session_id: str) -> None:
         where = store.locate(inspection.header)
     session = Session.restore(session_id, inspection.events, inspection.header)
     check_invariants(list(inspection.events))
-    counts = (f"{len(inspection.events)} events, {len(session.surface.nodes)} surface nodes, "
-              f"{len(session.derive_messages())} model messages")
-    recovery = inspection.recovery
-    if recovery is None:
-        console.print(f"[green]ok[/green] {safe(session_id)}: {counts}", markup=True)
-        return
-    console.print(f"[yellow]recovered[/yellow] {safe(session_id)}: readable; "
-                  "loading it commits the repair below", markup=True)
-    for line in _recovery_lines(recovery, where):
-        console.print(f"  {visible(line)}")
-    console.print(f"  with the repair: {counts}")
-    sys.exit(2)
+    counts = {"events": len(inspection.events), "surfaceNodes": len(session.surface.nodes),
+              "messages": len(session.derive_messages())}
+    return counts, inspection.recovery, where
 
 
-def _recovery_lines(recovery: Recovery, where: str | None) -> list[str]:
+def recovery_json(recovery: Recovery, where: str | None) -> dict[str, Any]:
+    """The ``--json`` shape of a recovery (``verify``, ``repair``)."""
+    return {"intact": recovery.intact, "torn": recovery.torn, "file": where,
+            "tornOffset": recovery.torn_offset, "tornBytes": recovery.torn_bytes,
+            "recovered": len(recovery.recovered), "interruptedTurn": recovery.turn,
+            "closers": [orjson.loads(event.to_json()) for event in recovery.closers]}
+
+
+def recovery_lines(recovery: Recovery, where: str | None) -> list[str]:
     """What ``verify`` says about a recovery: intact prefix, torn tail, salvaged and synthetic events."""
     span = f" (seq 0..{recovery.intact - 1})" if recovery.intact else ""
     lines = [f"intact: {recovery.intact} events{span}"]
@@ -170,7 +199,7 @@ def inspect(state: State, session_id: str, as_json: bool, from_seq: int) -> None
     if as_json:
         out = sys.stdout
         for event in events:
-            out.write(event.to_json().decode() + "\n")
+            out.write(json_safe(event.to_json().decode()) + "\n")
         return
     header = inspection.header
     lineage = f"  parent {header.parent_session}@{header.seed_length}" if header.parent_session else ""

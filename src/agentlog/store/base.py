@@ -497,10 +497,10 @@ class Store(ABC):
                 raise SessionNotFoundError("session not found", session_id=session_id)
             children = self._children_of(session_id)
             if children:
-                raise UsageError(
-                    f"cannot delete: fork children reference this session ({', '.join(sorted(children))})",
-                    session_id=session_id,
-                )
+                names = ", ".join(sorted(children))
+                raise UsageError(f"cannot delete: fork children reference this session ({names}); "
+                                 "materialize them first (agentlog materialize ID), or delete them",
+                                 session_id=session_id)
             with self._writer_locked(session_id, "delete"):
                 self._delete_stored(session_id)
                 self._states.pop(session_id, None)

@@ -175,7 +175,9 @@ class JsonlStore(JsonlForks):
         if self._stat(opposite) is not None:
             raise StoreError(
                 f"{opposite} uses the other encoding; this store writes {self._transcript}: "
-                "use a separate root or the matching compression mode",
+                + ("to read raw transcripts, open the root with ?compression=none (jsonl:///root?compression=none)"
+                   if self.compressed else "to read zstd ones, open the root without ?compression=none")
+                + ", or use a separate root",
                 session_id=session_id, file=str(opposite),
             )
 

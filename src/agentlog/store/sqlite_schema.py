@@ -14,6 +14,7 @@ import os
 import re
 import sqlite3
 import stat
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -277,9 +278,20 @@ def check_path(path: str, *, create: bool) -> None:
                          file=path)
     if info.st_uid != os.geteuid() or info.st_mode & 0o022:
         raise StoreError(f"the database directory {parent} must be owned by the current user and not "
-                         "group- or world-writable (chmod 700)", file=path)
+                         f"group- or world-writable: {_private_dir_advice(path, parent, info)}", file=path)
     if _file_info(path) is None and not create:
         raise StoreError(f"no store at {path} (nothing to read: a writer creates it)", file=path)
+
+
+def _private_dir_advice(path: str, parent: str, info: os.stat_result) -> str:
+    """What to do about a directory others can write: never chmod a shared one such as /tmp."""
+    shared = bool(info.st_mode & stat.S_ISVTX) or os.path.realpath(parent) == os.path.realpath(
+        tempfile.gettempdir())
+    if shared or info.st_uid != os.geteuid():
+        private = os.path.join(parent, f"agentlog-{os.geteuid()}")
+        return (f"{parent} is shared with other users; put the database in a private directory instead "
+                f"(mkdir -m 700 {private}, then sqlite://{os.path.join(private, os.path.basename(path))})")
+    return f"chmod go-w {parent} (or chmod 700 {parent})"
 
 
 def open_file(path: str, *, create: bool) -> str:

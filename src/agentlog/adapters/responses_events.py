@@ -1,0 +1,174 @@
+"""A list of Responses API items -> the events of well-formed agentlog turns and steps (pure).
+
+The inverse of ``messages_to_items``: each user-side item becomes a ``user/message`` (a new
+turn once the model has spoken), each run of model-side items one ``assistant/message`` in
+its own step, each tool output a ``tool/call`` + ``tool/result`` pair (in the step of its
+call, else in a step of its own). Every message keeps its item shells, so deriving the
+messages back and calling ``messages_to_items`` gives the items unchanged.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from agentlog.adapters.responses_items import REPLAY_KEY, item_side, split_item, split_items
+from agentlog.errors import InvalidEventError
+from agentlog.events import (
+    ASSISTANT_MESSAGE,
+    STEP_END,
+    STEP_START,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+)
+from agentlog.header import now_ms
+from agentlog.jsonvalue import freeze
+
+__all__ = ["ItemEvents", "responses_events"]
+
+
+class ItemEvents:
+    """Wire events for items, continuing a log at ``seq`` whose next turn number is ``turn``."""
+
+    def __init__(self, *, seq: int, turn: int, time: int, provider: str, model: str,
+                 new_id: Callable[[], str], calls: Mapping[str, tuple[str, str]] | None = None) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.seq, self.turn, self.time = seq, turn, time
+        self.provider, self.model, self.new_id = provider, model, new_id
+        self.calls: dict[str, tuple[str, str]] = dict(calls or {})  # call id -> (name, arguments)
+        self.open_turn = False
+        self.step = 0  # open step number, 0 when none
+        self.steps = 0
+        self.spoke = False  # the open turn has model output or tool results
+        self.step_has_message = False
+        self.step_work = False  # the open step has tool calls logged
+        self.pending: set[str] = set()  # calls of the open step's assistant message without a result
+
+    def emit(self, kind: str, data: dict[str, Any], *, op: Any = None,
+             sources: Sequence[int] | None = None) -> int:
+        event: dict[str, Any] = {"type": kind, "seq": self.seq, "time": self.time, "data": data}
+        if sources is not None:
+            event["sourceEventSeqs"] = list(sources)
+        if op is not None:
+            event["surfaceOp"] = op
+        self.events.append(event)
+        self.seq += 1
+        return self.seq - 1
+
+    def ensure_turn(self) -> None:
+        if not self.open_turn:
+            self.emit(TURN_START, {"turn": self.turn})
+            self.open_turn, self.steps, self.spoke = True, 0, False
+
+    def ensure_step(self) -> None:
+        self.ensure_turn()
+        if not self.step:
+            self.steps += 1
+            self.step = self.steps
+            self.emit(STEP_START, {"turn": self.turn, "step": self.step})
+            self.step_has_message = self.step_work = False
+            self.pending = set()
+
+    def end_step(self) -> None:
+        if self.step:
+            self.emit(STEP_END, {"turn": self.turn, "step": self.step})
+            self.step = 0
+
+    def end_turn(self) -> None:
+        if self.open_turn:
+            self.end_step()
+            self.emit(TURN_END, {"turn": self.turn, "reason": {"kind": "completed"}})
+            self.open_turn = False
+            self.turn += 1
+
+    def in_step(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"turn": self.turn, "step": self.step, **(extra or {})}
+
+    def user_item(self, item: Any) -> None:
+        if self.spoke:
+            self.end_turn()
+        self.ensure_step()
+        blocks, shell = split_item(item)
+        source = {"kind": "user", "replayState": {REPLAY_KEY: [shell]}}
+        self.emit(USER_MESSAGE, {"id": self.new_id(), "role": "user", "content": blocks, "source": source},
+                  op="append")
+
+    def assistant(self, group: Sequence[Any]) -> None:
+        self.ensure_turn()
+        if self.step and (self.step_has_message or self.step_work):
+            self.end_step()
+        self.ensure_step()
+        blocks, shells = split_items(group)
+        for block in blocks:
+            if block["type"] == "tool-call":
+                self.calls[block["id"]] = (block["name"], block["arguments"])
+                self.pending.add(block["id"])
+        source = {"kind": "model", "provider": self.provider, "model": self.model,
+                  "replayState": {REPLAY_KEY: shells}}
+        message = {"id": self.new_id(), "role": "assistant", "content": blocks, "source": source}
+        self.emit(ASSISTANT_MESSAGE, self.in_step({"message": message}), op="append")
+        self.spoke = self.step_has_message = True
+
+    def result_item(self, item: Any) -> None:
+        (block,), shell = split_item(item)
+        call_id = block["toolCallId"]
+        if call_id not in self.pending:  # its call is in an earlier step (or unknown): a step of its own
+            self.end_step()
+            self.ensure_step()
+        self.pending.discard(call_id)
+        name, arguments = self.calls.get(call_id, (item["type"].removesuffix("_output"), ""))
+        call = self.emit(TOOL_CALL, self.in_step({"callId": call_id, "name": name, "arguments": arguments}))
+        source = {"kind": "tool", "callId": call_id, "replayState": {REPLAY_KEY: [shell]}}
+        message = {"id": self.new_id(), "role": "user", "content": [block], "source": source}
+        self.emit(TOOL_RESULT, self.in_step({"message": message}), op="append", sources=[call])
+        self.spoke = self.step_work = True
+
+
+def _checked(items: Sequence[Any]) -> list[Any]:
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+        raise InvalidEventError(f"Responses items must be a list of objects, got {type(items).__name__}")
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise InvalidEventError(f"Responses item {index} is not an object: {type(item).__name__}",
+                                    path=f"items[{index}]")
+        freeze(item, root=f"items[{index}]", what=f"Responses item {index} is not plain JSON")
+    return list(items)
+
+
+def responses_events(items: Sequence[Any], *, seq: int = 0, turn: int = 1, time: int | None = None,
+                     provider: str = "openai", model: str = "unknown",
+                     calls: Mapping[str, tuple[str, str]] | None = None,
+                     new_id: Callable[[], str] | None = None) -> list[dict[str, Any]]:
+    """The wire events (``seq`` onward, turns from ``turn``) logging ``items``; every turn is closed.
+
+    ``calls`` names tool calls logged before (call id -> (name, arguments)) for outputs whose
+    call is not among ``items``; ``provider``/``model`` go in the assistant messages' source
+    (items do not say which model produced them). No item is dropped: those agentlog has no
+    block for are kept whole (see ``agentlog.adapters.responses_items``); what the events cannot
+    carry is the items' timing (one ``time`` for all) and the model of each response. Refuses a
+    non-object or non-JSON item, naming its index.
+    """
+    builder = ItemEvents(seq=seq, turn=turn, time=now_ms() if time is None else time, provider=provider,
+                         model=model, new_id=new_id or (lambda: str(uuid.uuid4())), calls=calls)
+    checked = _checked(items)
+    group: list[Any] = []
+    for item in checked:
+        side = item_side(item)
+        if side == "output":
+            group.append(item)
+            continue
+        if group:
+            builder.assistant(group)
+            group = []
+        if side == "input":
+            builder.user_item(item)
+        else:
+            builder.result_item(item)
+    if group:
+        builder.assistant(group)
+    builder.end_turn()
+    return builder.events

@@ -1,0 +1,168 @@
+"""Commands that look after stored sessions: ``repair``, ``compact``, ``gc``, ``check-upgrade``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from agentlog.cli.app import State, handled, json_option
+from agentlog.cli.render import columns, console, errors, print_json, progress, visible
+from agentlog.cli.sessions import recovery_json, recovery_lines
+from agentlog.compaction.summary import Summarizer
+from agentlog.errors import UsageError
+
+
+@click.command()
+@click.argument("session_id")
+@click.option("--dry-run", is_flag=True, help="Show the repair and write nothing.")
+@json_option
+@click.pass_obj
+@handled
+def repair(state: State, session_id: str, dry_run: bool, as_json: bool) -> None:
+    """Commit the crash repair a load would do: truncate a torn tail, close an interrupted turn.
+
+    The repair is shown first (as verify shows it), then written under the session's writer
+    lock; refused while another process writes the session.
+    """
+    with state.store(create=not dry_run) as store:
+        inspection = store.inspect(session_id)
+        where = store.locate(inspection.header)
+        recovery = inspection.recovery
+        if recovery is not None and not dry_run:
+            store.load(session_id)  # re-reads under the writer lock and commits what it finds
+    if as_json:
+        print_json({"id": session_id, "dryRun": dry_run, "repaired": recovery is not None and not dry_run,
+                    "recovery": None if recovery is None else recovery_json(recovery, where)})
+        return
+    if recovery is None:
+        console.print(f"{visible(session_id)}: nothing to repair (intact, no open turn)")
+        return
+    console.print(f"{visible(session_id)}: {'would repair' if dry_run else 'repaired'}")
+    for line in recovery_lines(recovery, where):
+        console.print(f"  {visible(line)}")
+    if dry_run:
+        console.print(f"nothing written; run: agentlog repair {visible(session_id)}")
+
+
+@click.command()
+@click.argument("session_id")
+@click.option("--llm", "llm_url", metavar="URL", default=None,
+              help="Summarize with an OpenAI-compatible endpoint at this base URL (default: offline "
+                   "extractive summary).")
+@click.option("--model", default=None, metavar="MODEL", help="The model to ask (required with --llm).")
+@click.option("--api-key-env", default=None, metavar="NAME",
+              help="Environment variable holding the API key (default: OPENAI_API_KEY).")
+@json_option
+@click.pass_obj
+@handled
+def compact(state: State, session_id: str, llm_url: str | None, model: str | None, api_key_env: str | None,
+            as_json: bool) -> None:
+    """Summarize everything but the newest exchange of an idle session (nothing is deleted).
+
+    Writes a compaction bracket whose checkpoint replaces the older part of what the model sees;
+    the whole log stays. A session with an interrupted turn needs agentlog repair first.
+    """
+    from agentlog.compaction.engine import Compactor
+    from agentlog.session import Session
+
+    summarizer = _summarizer(llm_url, model, api_key_env)
+    compactor = Compactor(summarizer)
+    with state.store() as store:
+        stored = store.inspect(session_id)
+        if stored.recovery is not None:
+            raise UsageError("the session has a torn tail or an interrupted turn: run "
+                             f"agentlog repair {session_id} first", session_id=session_id)
+        result = None
+        if compactor.select_range(Session.restore(session_id, stored.events, stored.header), 0) is not None:
+            with store.open(session_id) as live:  # opening writes: only when there is work to do
+                result = compactor.compact_now(live)
+    if as_json:
+        print_json({"id": session_id, "compacted": result is not None,
+                    "compaction": None if result is None else {
+                        "id": result.compaction_id, "startSeq": result.start_seq,
+                        "checkpointSeq": result.checkpoint_seq, "endSeq": result.end_seq,
+                        "shadowedSeqs": len(result.shadowed_seqs),
+                        "shadowedTokens": result.shadowed_token_count}})
+        return
+    if result is None:
+        console.print(f"{visible(session_id)}: nothing to compact")
+        return
+    console.print(f"{visible(session_id)}: compacted {len(result.shadowed_seqs)} surface events "
+                  f"(~{result.shadowed_token_count} tokens) into the checkpoint at seq "
+                  f"{result.checkpoint_seq} (bracket seq {result.start_seq}..{result.end_seq})")
+
+
+def _summarizer(llm_url: str | None, model: str | None, api_key_env: str | None) -> Summarizer:
+    from agentlog.compaction.summarizers import ExtractiveSummarizer, OpenAICompatibleSummarizer
+
+    if llm_url is None:
+        if model is not None or api_key_env is not None:
+            raise click.UsageError("--model and --api-key-env need --llm URL")
+        return ExtractiveSummarizer()
+    if not model:
+        raise click.UsageError("--llm needs --model (the model the endpoint serves)")
+    if api_key_env is None:
+        return OpenAICompatibleSummarizer(llm_url, model)
+    return OpenAICompatibleSummarizer(llm_url, model, api_key_env=api_key_env)
+
+
+@click.command()
+@click.option("--older-than", "age", required=True, metavar="AGE",
+              help="Idle for longer than this: a number and s, m, h, d or w (e.g. 30d).")
+@click.option("--dry-run", is_flag=True, help="List what would be removed and remove nothing.")
+@json_option
+@click.pass_obj
+@handled
+def gc(state: State, age: str, dry_run: bool, as_json: bool) -> None:
+    """Remove sessions whose last event is older than AGE.
+
+    Keeps a session that a remaining fork descends from, one a writer holds open, and one that
+    cannot be read (all listed with why). Exit status 1 when a session could not be read.
+    """
+    from agentlog.gc import collect_garbage, parse_age
+
+    older_than = parse_age(age)
+    with state.store(create=False) as store, progress("reading sessions") as step:
+        collected = collect_garbage(store, older_than, dry_run=dry_run, progress=step)
+    if as_json:
+        print_json(collected.to_json())
+    else:
+        verb = "would be deleted" if dry_run else "deleted"
+        rows = [[sid, verb, ""] for sid in collected.deleted]
+        rows += [[sid, "kept", reason] for sid, reason in collected.kept]
+        rows += [[bad.session_id or "?", "unreadable", str(bad.error)] for bad in collected.unreadable]
+        if rows:
+            columns(("id", "action", "why"), rows)
+        console.print(f"{len(collected.deleted)} session{'' if len(collected.deleted) == 1 else 's'} "
+                      f"{verb}, {len(collected.kept)} old ones kept")
+    if collected.unreadable:
+        errors.print(f"error: {len(collected.unreadable)} session(s) could not be read (kept)")
+        sys.exit(1)
+
+
+@click.command(name="check-upgrade")
+@json_option
+@click.pass_obj
+@handled
+def check_upgrade(state: State, as_json: bool) -> None:
+    """Check that this agentlog version lists, reads and restores every session, on a copy.
+
+    JSONL and SQLite stores are copied to a private temporary directory first (any crash repair
+    is committed to the copy only); PostgreSQL is read in place without writing. Exit status 1
+    when a session would not load.
+    """
+    from agentlog.upgrade import check_upgrade as run_check
+
+    with progress("loading sessions") as step:
+        report = run_check(state.store_url, progress=step)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        columns(("id", "status", "detail"),
+                [[check.session_id or "?", check.status, check.detail] for check in report.sessions])
+        where = "a copy" if report.copy else "the store in place (read-only)"
+        console.print(f"{len(report.sessions)} sessions read from {where}: "
+                      f"{len(report.failed)} would not load")
+    if report.failed:
+        sys.exit(1)

@@ -1,0 +1,97 @@
+"""Find text in sessions' messages: every hit with its session id, seq and a snippet.
+
+``find_in_events`` is the pure scan over one log; ``search_store`` runs it over every session a
+store lists (read-only: ``inspect`` never writes) and reports the sessions it could not read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentlog.errors import AgentlogError, UsageError
+from agentlog.events import Event
+from agentlog.message_text import text_of
+from agentlog.messages import derive_event_message
+from agentlog.store.base import Store
+from agentlog.store.records import Unreadable
+
+__all__ = ["Hit", "SearchResult", "find_in_events", "search_store", "snippet"]
+
+SNIPPET_CONTEXT = 40
+"""Characters of context each side of a match in a snippet."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One message that contains the text."""
+
+    session_id: str
+    seq: int
+    type: str
+    role: str
+    snippet: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.session_id, "seq": self.seq, "type": self.type, "role": self.role,
+                "snippet": self.snippet}
+
+
+@dataclass(slots=True)
+class SearchResult:
+    """Every hit in store order, and each session that could not be read."""
+
+    hits: list[Hit] = field(default_factory=list)
+    unreadable: list[Unreadable] = field(default_factory=list)
+
+
+def snippet(text: str, start: int, length: int, context: int = SNIPPET_CONTEXT) -> str:
+    """The match at ``start`` with ``context`` characters each side, whitespace collapsed."""
+    end = start + length
+    left = "…" if start > context else ""
+    right = "…" if end + context < len(text) else ""
+    return " ".join((left + text[max(0, start - context):end + context] + right).split())
+
+
+def find_in_events(session_id: str, events: Iterable[Event], text: str) -> list[Hit]:
+    """Messages (user, assistant, tool results) of ``events`` containing ``text``, ignoring case."""
+    needle = re.compile(re.escape(text), re.IGNORECASE)
+    hits: list[Hit] = []
+    for event in events:
+        if event.type not in ("user/message", "assistant/message", "tool/result"):
+            continue
+        message = derive_event_message(event)
+        if message is None:
+            continue
+        body = text_of(message.get("content"))
+        found = needle.search(body)
+        if found is None:
+            continue
+        role = "tool" if event.type == "tool/result" else str(message.get("role"))
+        hits.append(Hit(session_id, event.seq, event.type, role,
+                        snippet(body, found.start(), found.end() - found.start())))
+    return hits
+
+
+def search_store(store: Store, text: str, *, session_ids: Sequence[str] | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> SearchResult:
+    """Hits in every listed session (or only ``session_ids``); ``progress(done, total)`` after each."""
+    if not text or not text.strip():
+        raise UsageError("the search text is empty")
+    result = SearchResult()
+    if session_ids is None:
+        listing = store.listing()
+        result.unreadable.extend(listing.unreadable)
+        session_ids = sorted(snapshot.header.id for snapshot in listing.snapshots)
+    for done, session_id in enumerate(session_ids, 1):
+        try:
+            events = store.inspect(session_id).events
+        except AgentlogError as exc:  # one damaged session never hides the hits of the others
+            result.unreadable.append(Unreadable(session_id, session_id, exc))
+        else:
+            result.hits.extend(find_in_events(session_id, events, text))
+        if progress is not None:
+            progress(done, len(session_ids))
+    return result

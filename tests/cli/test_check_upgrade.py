@@ -1,0 +1,72 @@
+"""``agentlog check-upgrade``: every session listed, read and restored by this version, on a copy."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from agentlog import JsonlStore, SessionHeader, Store, open_store
+from agentlog.store.zstd_frames import scan_zstd_frames
+from tests.cli.conftest import crash, invoke, record, run
+
+
+def _damage_header(store: Store, session_id: str) -> None:
+    """The session's header made unreadable (a zstd frame checksum, a raw line, a row)."""
+    if isinstance(store, JsonlStore):
+        path = Path(store.locate(SessionHeader(id=session_id, cwd="/work/project")))
+        data = bytearray(path.read_bytes())
+        if store.compressed:
+            _start, end = scan_zstd_frames(bytes(data), max_frames=1).frames[0]
+            data[end - 1] ^= 0x5A
+        else:
+            data[: data.index(b"\n")] = b"{this is not a header"
+        path.write_bytes(bytes(data))
+    elif store.name == "sqlite":
+        with sqlite3.connect(store.path) as conn:  # type: ignore[attr-defined]
+            conn.execute("UPDATE sessions SET incarnation = 'not-a-uuid' WHERE id = ?", (session_id,))
+    else:
+        import psycopg
+
+        with psycopg.connect(store.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
+            conn.execute(f'UPDATE "{store.schema}".sessions SET version = 99 '  # type: ignore[attr-defined]
+                         "WHERE id = %s", (session_id,))
+
+
+def test_check_upgrade_reports_each_session_and_changes_nothing(store_url: str) -> None:
+    record(store_url, "good")
+    crash(store_url, "crashed")
+    before = invoke(store_url, "inspect", "crashed", "--json").stdout
+    checked = invoke(store_url, "check-upgrade", "--json")
+    assert checked.exit_code == 0, checked.output
+    shape = json.loads(checked.stdout)
+    assert shape["ok"] is True and shape["store"] == store_url
+    assert (shape["copy"] is None) == store_url.startswith("postgresql")
+    statuses = {each["id"]: (each["status"], each["detail"]) for each in shape["sessions"]}
+    assert statuses["good"] == ("ok", "")
+    assert statuses["crashed"] == ("repaired", "interrupted turn 1 closed by 1 events")
+    assert invoke(store_url, "inspect", "crashed", "--json").stdout == before  # the repair went to the copy
+    assert invoke(store_url, "verify", "crashed").exit_code == 2
+    if shape["copy"] is not None:
+        assert not Path(shape["copy"]).exists()  # the copy is removed afterwards
+
+
+def test_check_upgrade_names_a_session_that_would_not_load(store_url: str) -> None:
+    record(store_url, "good")
+    record(store_url, "broken")
+    with open_store(store_url) as store:
+        _damage_header(store, "broken")
+    checked = run(store_url, "check-upgrade")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    rows = {line.split()[0]: line for line in checked.stdout.splitlines()[1:-1]}
+    assert rows["good"].split()[1] == "ok"
+    failing = [line for key, line in rows.items() if key != "good"]
+    assert len(failing) == 1 and " fails " in failing[0]
+    assert "1 would not load" in checked.stdout
+
+
+def test_check_upgrade_of_a_missing_store_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "nothing-here"
+    result = invoke(f"jsonl://{missing}", "check-upgrade")
+    assert result.exit_code == 1 and "no store at" in result.stderr
+    assert not missing.exists()

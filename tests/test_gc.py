@@ -1,0 +1,65 @@
+"""``collect_garbage``: never an open session, never a parent a remaining fork references."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentlog import JsonlStore, Recorder, SessionHeader
+from agentlog.errors import UsageError
+from agentlog.gc import collect_garbage, parse_age
+
+DAY = 86_400_000
+
+
+def _session(store: JsonlStore, sid: str) -> None:
+    with store.start(SessionHeader(id=sid)) as live, Recorder(live).turn() as turn:
+        turn.user_message("hello")
+
+
+def test_an_open_session_is_kept_even_when_old(tmp_path: Path) -> None:
+    writer = JsonlStore(tmp_path / "root")
+    _session(writer, "idle")
+    _session(writer, "open")
+    live = writer.open("open")  # another store object: as another process would hold it
+    try:
+        collector = JsonlStore(tmp_path / "root")
+        later = 40 * DAY + live.session.events[-1].time
+        planned = collect_garbage(collector, 30 * DAY, dry_run=True, now=later)
+        assert planned.deleted == ["idle"] and planned.kept == [("open", "open: a writer holds it")]
+        done = collect_garbage(collector, 30 * DAY, now=later)
+        assert done.deleted == ["idle"] and done.kept == [("open", "open: a writer holds it")]
+        assert [header.id for header in collector.list()] == ["open"]
+        collector.close()
+    finally:
+        live.close()
+        writer.close()
+
+
+def test_a_chain_of_forks_is_kept_up_to_the_first_recent_descendant(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path / "root")
+    _session(store, "a")
+    store.fork("a", None, "b").close()
+    store.fork("b", None, "c").close()
+    newest = max(event.time for event in store.read_from("c", 0).events)
+    everything = collect_garbage(store, DAY, dry_run=True, now=newest + 2 * DAY)
+    assert everything.deleted == ["c", "b", "a"]
+    none = collect_garbage(store, DAY, dry_run=True, now=newest)
+    assert none.deleted == [] and none.kept == []
+    store.close()
+
+
+@given(st.integers(min_value=1, max_value=10**6), st.sampled_from("smhdw"))
+def test_parse_age_reads_a_number_and_a_unit(number: int, unit: str) -> None:
+    factor = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": DAY, "w": 7 * DAY}[unit]
+    assert parse_age(f"{number}{unit}") == number * factor
+    assert parse_age(f"{number}{unit.upper()}") == number * factor
+
+
+@pytest.mark.parametrize("text", ["", "d", "30", "30x", "-1d", "1.5d", "thirty days"])
+def test_parse_age_refuses_anything_else(text: str) -> None:
+    with pytest.raises(UsageError, match="like 30d"):
+        parse_age(text)
