@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["INVISIBLE", "json_visible", "visible"]
+__all__ = ["INVISIBLE", "visible"]
 
 INVISIBLE = {
     code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
@@ -26,11 +26,3 @@ def visible(text: str) -> str:
     if _CONTROLS.search(text) is None:  # the usual case, and far cheaper than translate on non-ASCII text
         return text
     return text.translate(INVISIBLE)
-
-
-_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in INVISIBLE}
-
-
-def json_visible(text: str) -> str:
-    """JSON text with those controls written as JSON ``\\u`` escapes: it parses to the same value."""
-    return text if _CONTROLS.search(text) is None else text.translate(_JSON_ESCAPES)

@@ -153,3 +153,12 @@ def test_an_export_is_never_written_into_the_store(store: str, tmp_path: Path) -
     beside = tmp_path / "db" / "s1.md"  # next to the database is fine
     result = CliRunner().invoke(cli, ["--store", sqlite, "export", "s1", "-f", "markdown", "-o", str(beside)])
     assert result.exit_code == 0 and beside.read_text().startswith("# Session `s1`")
+
+
+def test_json_says_what_was_written_and_needs_a_file(store: str, tmp_path: Path) -> None:
+    target = tmp_path / "out.md"
+    code, out, _ = invoke(store, "s1", "-f", "markdown", "--redact", "-o", str(target), "--json")
+    assert code == 0 and json.loads(out) == {"id": "s1", "format": "markdown", "view": None, "redacted": True,
+                                             "bytes": target.stat().st_size, "file": str(target)}
+    code, _, err = invoke(store, "s1", "-f", "markdown", "--json")
+    assert code == 2 and "use it with -o FILE" in err

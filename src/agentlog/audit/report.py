@@ -20,12 +20,7 @@ class AuditItem:
     path: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"text": self.text, "problem": self.problem}
-        if self.seq is not None:
-            out["seq"] = self.seq
-        if self.path is not None:
-            out["path"] = self.path
-        return out
+        return {"text": self.text, "problem": self.problem, "seq": self.seq, "path": self.path}
 
 
 @dataclass(frozen=True, slots=True)

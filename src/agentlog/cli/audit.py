@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from agentlog.cli.app import State, handled
-from agentlog.cli.render import console, safe, visible
+from agentlog.cli.render import console, print_json, safe, visible
 from agentlog.errors import UsageError
 
 _STYLE = {"ok": "[green]ok[/green]", "problem": "[red]problem[/red]", "skipped": "[dim]n/a[/dim]"}
@@ -67,7 +67,7 @@ def audit(state: State, session_id: str, as_json: bool, timeline: bool, tools_fi
     with state.store(create=False) as store:
         report = audit_session(store, session_id, tools=tools, model=model, preset=preset)
     if as_json:
-        sys.stdout.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        print_json(report.to_json())
     else:
         verdict = "[green]reviewable[/green]" if report.clean else "[red]problems found[/red]"
         console.print(f"[bold]audit[/bold] {safe(session_id)}: {verdict}", markup=True)

@@ -11,25 +11,24 @@ from pathlib import Path
 import click
 
 from agentlog.cli.app import State, handled
-from agentlog.cli.render import console, safe
+from agentlog.cli.render import console, json_safe, print_json, safe
 from agentlog.errors import UsageError
 from agentlog.exporters import EXPORTERS, View, export
 from agentlog.header import SessionHeader
 from agentlog.store.base import Store
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.sqlite import SqliteStore
-from agentlog.visible import json_visible
 
 
 def write_output(data: bytes, output: Path | None) -> None:
     """``data`` to ``output`` (whole or not at all: a temp file renamed over it) or to stdout.
 
-    On a terminal, controls that survived the format are written as JSON ``\\u`` escapes: the
-    JSON formats parse the same, and the human formats have none left.
+    On a terminal, controls that survived the format are written as JSON ``\\u`` escapes
+    (``json_safe``): the JSON formats parse the same, and the human formats have none left.
     """
     if output is None:
         if sys.stdout.isatty():
-            data = json_visible(data.decode()).encode()
+            data = json_safe(data.decode()).encode()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
@@ -72,10 +71,12 @@ def refuse_store_paths(store: Store, header: SessionHeader, output: Path) -> Non
               help="Replace secrets (API keys, tokens, private keys, passwords) with [REDACTED:kind].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to this file (replaced whole) instead of stdout.")
+@click.option("--json", "as_json", is_flag=True,
+              help='With -o: say what was written as {"id", "format", "view", "redacted", "bytes", "file"}.')
 @click.pass_obj
 @handled
 def export_session(state: State, session_id: str, fmt: str, view: View | None, redact: bool,
-                   output: Path | None) -> None:
+                   output: Path | None, as_json: bool) -> None:
     """Export a session; the stored log is read, never changed.
 
     \b
@@ -89,11 +90,16 @@ def export_session(state: State, session_id: str, fmt: str, view: View | None, r
     compaction summaries left out. --redact is the supported way to share a transcript:
     compaction shortens what the model sees but deletes nothing from the log.
     """
+    if as_json and output is None:
+        raise click.UsageError("--json describes the file an export wrote: use it with -o FILE")
     with state.store(create=False) as store:
         inspection = store.inspect(session_id)
         if output is not None:
             refuse_store_paths(store, inspection.header, output)
     data = export(inspection.header, inspection.events, fmt, view=view, redact=redact)
     write_output(data, output)
-    if output is not None:
+    if output is not None and as_json:
+        print_json({"id": session_id, "format": fmt, "view": view, "redacted": redact, "bytes": len(data),
+                    "file": str(output)})
+    elif output is not None:
         console.print(f"wrote {len(data)} bytes ({fmt}) to {safe(str(output))}")

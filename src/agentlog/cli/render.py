@@ -15,7 +15,7 @@ from agentlog.errors import AgentlogError
 from agentlog.jsonvalue import dumps
 from agentlog.message_text import compact, text_of
 from agentlog.store.records import Unreadable
-from agentlog.visible import json_visible
+from agentlog.visible import INVISIBLE
 from agentlog.visible import visible as visible  # re-exported: the CLI modules print through it
 
 console = Console(highlight=False, markup=False, soft_wrap=True)  # never break ids and paths
@@ -25,6 +25,10 @@ errors = Console(stderr=True, highlight=False, markup=False)
 def safe(text: str) -> str:
     """``visible`` text, escaped for rich markup."""
     return escape(visible(text))
+
+
+_JSON_INVISIBLE = {code: f"\\u{code:04x}" for code in INVISIBLE if code >= 0x7F}
+"""What orjson leaves raw in strings (DEL, C1, bidi controls), as JSON escapes of the same text."""
 
 
 def json_text(value: Any, *, indent: bool = True) -> str:
@@ -38,7 +42,7 @@ def json_text(value: Any, *, indent: bool = True) -> str:
 
 def json_safe(raw: str) -> str:
     """Encoded JSON with DEL, C1 and bidi controls escaped (orjson escapes only C0)."""
-    return json_visible(raw)
+    return raw.translate(_JSON_INVISIBLE)
 
 
 def print_json(value: Any, *, indent: bool = True) -> None:
