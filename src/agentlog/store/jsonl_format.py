@@ -69,6 +69,7 @@ __all__ = [
     "project_key",
     "read_header_prefix",
     "scan_log",
+    "scan_suffix",
     "scan_zstd_frames",
     "try_parse_header_line",
 ]
@@ -437,3 +438,28 @@ def read_header_prefix(chunks: Iterable[bytes], *, compressed: bool, path: str) 
             line = bytes(buffer[:newline + 1])
         return try_parse_header_line(line, path=path)[0]
     return None
+
+
+def scan_suffix(data: bytes, *, compressed: bool, path: str, offset: int,
+                first_seq: int) -> list[LogEntry] | None:
+    """The events of a transcript's bytes from ``offset`` (where the batch of ``first_seq`` starts)
+    to its end, when they read back cleanly: complete lines or frames, contiguous seqs from
+    ``first_seq``, no unknown type. None for anything else: the caller then scans the whole log,
+    which names the defect exactly (line numbers count from the file's start)."""
+    scanner = _LineScanner(offset, path, first_seq)
+    try:
+        if not compressed:
+            scanner.write(data)
+        else:
+            structure = scan_zstd_frames(data, path=path)
+            if structure.torn_start is not None:
+                return None
+            decompressor = zstandard.ZstdDecompressor()
+            for start, end in structure.frames:
+                scanner.write(decode_frame(data, (start, end), path=path, decompressor=decompressor),
+                              offset + start)
+    except (_Issue, AgentlogError):
+        return None
+    if scanner.issue is not None or scanner.unknown is not None or scanner.committed != scanner.input_bytes:
+        return None
+    return scanner.events
