@@ -3,6 +3,7 @@ and gives exactly the full scan's answer whatever state the sidecar or transcrip
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 from pathlib import Path
@@ -14,9 +15,10 @@ from hypothesis import strategies as st
 
 from agentlog import Event, SessionHeader
 from agentlog.bench.workload import record_workload
+from agentlog.packed import resolve_entries
 from agentlog.store.fs import FileSystem
 from agentlog.store.jsonl import JsonlStore
-from agentlog.store.jsonl_format import compress_frame, encode_batch
+from agentlog.store.jsonl_format import MARK_STEP, compress_frame, encode_batch, scan_log, scan_suffix
 from agentlog.store.jsonl_seek import SEEK_SUFFIX
 from agentlog.store.writer import LiveSession
 
@@ -58,6 +60,21 @@ def one_turn_live(root: Path, compression: Compression) -> tuple[JsonlStore, Liv
     record_workload(live.session, 1, flush=live.flush)
     transcript = Path(store.locate(HEADER))
     return store, live, transcript.with_name(transcript.name + SEEK_SUFFIX)
+
+
+def foreign_append(root: Path, compression: Compression) -> tuple[list[Event], list[Event]]:
+    """A one-turn session, then two events appended as another program (DSH) would: without a
+    sidecar record. Returns the session's events before, and those appended."""
+    transcript = record(root, compression, turns=1)
+    store = JsonlStore(root, compression=compression)
+    events = list(store.load("s1").events)
+    store.close()
+    more = [Event.from_wire({**event.to_wire(), "seq": len(events) + offset})
+            for offset, event in enumerate(events[1:3])]
+    batch = encode_batch(more)
+    with open(transcript, "ab") as handle:
+        handle.write(compress_frame(batch) if compression == "zstd" else batch)
+    return events, more
 
 
 def full_scan(root: Path, compression: Compression, from_seq: int) -> list[Event]:
@@ -102,15 +119,7 @@ def test_read_from_seeks_and_equals_the_full_scan(tmp_path: Path, compression: C
 def test_a_writer_that_keeps_no_index_makes_reads_scan(tmp_path: Path, compression: Compression) -> None:
     """Another program (DSH) appends a batch: the sidecar no longer names the file, reads scan it."""
     root = tmp_path / "root"
-    transcript = record(root, compression, turns=1)
-    store = JsonlStore(root, compression=compression)
-    events = list(store.load("s1").events)
-    store.close()
-    more = [Event.from_wire({**event.to_wire(), "seq": len(events) + offset})
-            for offset, event in enumerate(events[1:3])]
-    batch = encode_batch(more)
-    with open(transcript, "ab") as handle:
-        handle.write(compress_frame(batch) if compression == "zstd" else batch)
+    events, more = foreign_append(root, compression)
     got, whole_reads = indexed(root, compression, len(events) - 1)
     assert [event.seq for event in got] == [len(events) - 1, len(events), len(events) + 1]
     assert got[1:] == more
@@ -157,8 +166,9 @@ def test_an_unwritable_sidecar_never_fails_a_write(tmp_path: Path, compression: 
     assert indexed(root, compression, 3) == (full_scan(root, compression, 3), 1)
 
 
-def test_the_next_append_after_a_repair_restarts_the_index(tmp_path: Path, compression: Compression) -> None:
-    """A torn tail truncated by ``open``: the sidecar is stale, then restarted at the next batch."""
+def test_a_repair_rebuilds_the_index(tmp_path: Path, compression: Compression) -> None:
+    """A torn tail truncated by ``open``: the sidecar named the file before the cut; the repair
+    rebuilds it from the marks of the scan ``open`` made, so reads seek again at once."""
     root = tmp_path / "root"
     transcript = record(root, compression, turns=1)
     with open(transcript, "ab") as handle:
@@ -167,15 +177,39 @@ def test_the_next_append_after_a_repair_restarts_the_index(tmp_path: Path, compr
     store = JsonlStore(root, compression=compression, write_delay_ms=60_000)
     live = store.open("s1")
     seq = live.session.seq
-    assert indexed(root, compression, seq - 2)[0] == full_scan(root, compression, seq - 2)
+    assert indexed(root, compression, seq - 2) == (full_scan(root, compression, seq - 2), 0)
     record_workload(live.session, 1, flush=live.flush)
     live.close()
     store.close()
     total = len(full_scan(root, compression, 0))
-    events, whole_reads = indexed(root, compression, total - 10)
-    assert events == full_scan(root, compression, total - 10)
-    assert whole_reads == 0
-    assert indexed(root, compression, 5) == (full_scan(root, compression, 5), 1)  # before the restart
+    for from_seq in (0, 5, seq - 1, seq, total - 10):
+        assert indexed(root, compression, from_seq) == (full_scan(root, compression, from_seq), 0), from_seq
+
+
+def test_a_writer_rebuilds_the_index_after_a_foreign_append(tmp_path: Path, compression: Compression) -> None:
+    root = tmp_path / "root"
+    events, _more = foreign_append(root, compression)
+    store = JsonlStore(root, compression=compression, write_delay_ms=60_000)
+    store.append("s1", [{**event.to_wire(), "seq": len(events) + 2 + offset}
+                        for offset, event in enumerate(events[3:5])])
+    store.close()
+    for from_seq in (0, len(events) - 1, len(events) + 1, len(events) + 3):
+        assert indexed(root, compression, from_seq) == (full_scan(root, compression, from_seq), 0), from_seq
+
+
+def test_scan_marks_are_line_or_frame_starts(tmp_path: Path, compression: Compression) -> None:
+    """Every ``LogScan.marks`` entry reads back, as a suffix, exactly the events from its seq."""
+    root = tmp_path / "root"
+    transcript = record(root, compression, turns=16)  # over 64 KiB even compressed
+    data = transcript.read_bytes()
+    scan = scan_log(data, compressed=compression == "zstd", path=str(transcript))
+    assert len(scan.marks) >= 2 and scan.marks[0] == (0, scan.header_end)
+    assert all(later[1] - earlier[1] >= MARK_STEP for earlier, later in itertools.pairwise(scan.marks))
+    for seq, offset in scan.marks:
+        suffix = scan_suffix(data[offset:], compressed=compression == "zstd", path="t", offset=offset,
+                             first_seq=seq)
+        assert suffix is not None
+        assert resolve_entries(suffix, seq) == resolve_entries(scan.events[seq:], seq)
 
 
 def test_a_shared_prefix_fork_reads_its_parent_for_the_prefix(tmp_path: Path,

@@ -299,13 +299,20 @@ class JsonlStore(JsonlForks):
         scan = scan_log(data, compressed=self.compressed, path=str(path), until_seq=until_seq)
         self._check_identity(session_id, scan.header, path)
         transcript = Transcript(path, revision, len(data), scan.header, tuple(scan.events), scan.torn,
-                                scan.partial)
+                                scan.partial, scan.marks)
         with self._cache_guard:
             self._cache[session_id] = transcript
             self._cache.move_to_end(session_id)
             while len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
         return transcript
+
+    def _seek_marks(self, session_id: str, revision: str | None = None) -> tuple[tuple[int, int], ...]:
+        """``LogScan.marks`` of this store's full scan of a transcript (of ``revision`` if given)."""
+        with self._cache_guard:
+            cached = self._cache.get(session_id)
+        fits = cached is not None and not cached.partial and revision in (None, cached.revision)
+        return cached.marks if cached is not None and fits else ()
 
     def _forget(self, session_id: str) -> None:
         with self._cache_guard:
@@ -538,7 +545,7 @@ class JsonlStore(JsonlForks):
             with contextlib.suppress(OSError):
                 fs.close(fd)
             try:
-                self._truncate(path, size)
+                self._fs.truncate_file(str(path), size)
             except OSError as rollback:
                 raise PersistenceIOError(
                     f"append failed ({exc}) and failed to roll back append to {path}: {rollback}",
@@ -552,30 +559,26 @@ class JsonlStore(JsonlForks):
             io_error(f"close after append failed: {exc}", exc, session_id=session_id, file=str(path))
         if seqs is not None:
             self._saw_end(session_id, seqs[1], size + len(data))
-            self._seek.noted(path, seqs[0], size, before, after)
-
-    def _truncate(self, path: Path, size: int) -> None:
-        fs = self._fs
-        fd = fs.open(str(path), os.O_RDWR)
-        try:
-            fs.truncate(fd, size)
-            fs.fsync(fd)
-        finally:
-            fs.close(fd)
+            marks = self._seek_marks(session_id, revision_of(before))
+            self._seek.noted(path, seqs[0], size, before, after, marks)
 
     def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
         path = self._write_path(header.id)
         if path is None:
             raise SessionCorruptionError("transcript vanished during repair", session_id=header.id)
+        marks = self._seek_marks(header.id)  # the prefix a repair keeps still has them
         self._forget(header.id)
         if torn is not None:
             try:
-                self._truncate(path, torn.truncate_to)
+                self._fs.truncate_file(str(path), torn.truncate_to)
             except OSError as exc:
                 io_error(f"could not truncate torn tail: {exc}", exc, session_id=header.id,
                           file=str(path), offset=torn.truncate_to)
             known = self._ends.seq_at(header.id)
             self._saw_end(header.id, known or 0, torn.truncate_to if known is not None else None)
+            if marks:  # the sidecar named the file before the cut: rebuilt for the prefix kept
+                with contextlib.suppress(OSError):
+                    self._seek.noted(path, *marks[-1], None, identity_of(os.stat(path)), marks)
         if events:
             self._append_bytes(header.id, self._encode(events), (events[0].seq, events[-1].seq + 1))
 

@@ -57,6 +57,8 @@ class Transcript:
     torn: TornTail | None
     partial: bool = False
     """Scanned only up to some seq (a fork's prefix): nothing after ``events`` was examined."""
+    marks: tuple[tuple[int, int], ...] = ()
+    """``LogScan.marks``: what rebuilds a stale seek index."""
 
     @property
     def complete(self) -> list[LogEntry]:

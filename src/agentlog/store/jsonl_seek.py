@@ -17,6 +17,7 @@ import hashlib
 import os
 import struct
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -80,10 +81,12 @@ class SeekIndex:
         return transcript.with_name(transcript.name + SEEK_SUFFIX)
 
     def noted(self, transcript: Path, seq: int, offset: int, before: Identity | None,
-              after: Identity) -> None:
+              after: Identity, marks: Sequence[tuple[int, int]] = ()) -> None:
         """Record a durable batch starting at ``seq``, byte ``offset``: appended to the sidecar when
         its last record names ``before`` (the transcript as this batch found it), else the sidecar
-        is started afresh with this record. Failures are swallowed: the index is only a hint."""
+        is rebuilt from ``marks`` ((seq, offset) of earlier line or frame starts, from a scan of
+        the transcript as this batch found it) and this record. Failures are swallowed: the index
+        is only a hint."""
         sidecar = self.path_of(transcript)
         record = _record(seq, offset, after)
         with self._guard:
@@ -92,7 +95,8 @@ class SeekIndex:
                     and _append(sidecar, record)):
                 temp = sidecar.with_name(f"{sidecar.name}.{os.getpid()}.{threading.get_ident()}.tmp")
                 try:
-                    _write_whole(temp, _MAGIC + record)
+                    earlier = b"".join(_record(*mark, after) for mark in marks if mark[0] < seq)
+                    _write_whole(temp, _MAGIC + earlier + record)
                     os.replace(temp, sidecar)  # replaces a planted symlink itself, not its target
                 except OSError:
                     return  # stays unknown: the next append starts the sidecar afresh
