@@ -80,7 +80,8 @@ def append_wire(live: LiveSession, events: Sequence[dict[str, Any]]) -> None:
 
 
 def transcripts(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("session.jsonl*") if not p.name.endswith(".tmp"))
+    names = ("session.jsonl", "session.jsonl.zstd")  # not temp files, not seek indexes
+    return sorted(p for p in root.rglob("session.jsonl*") if p.name in names)
 
 
 def bytes_under(root: Path) -> int:

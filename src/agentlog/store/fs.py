@@ -37,6 +37,15 @@ class FileSystem:
     def truncate(self, fd: int, length: int) -> None:
         os.ftruncate(fd, length)
 
+    def truncate_file(self, path: str, length: int) -> None:
+        """Cut ``path`` back to ``length`` bytes, fsynced (through ``open``/``truncate``/``fsync``)."""
+        fd = self.open(path, os.O_RDWR)
+        try:
+            self.truncate(fd, length)
+            self.fsync(fd)
+        finally:
+            self.close(fd)
+
     def link(self, source: str, target: str) -> None:
         """Publish ``source`` under ``target``; fails if ``target`` exists (never overwrites)."""
         os.link(source, target)

@@ -46,7 +46,6 @@ from agentlog.store.jsonl_format import (
     TRANSCRIPT_ZSTD,
     compress_frame,
     decode_frame,
-    decode_session_id,
     encode_batch,
     encode_header_line,
     encode_session_id,
@@ -55,8 +54,11 @@ from agentlog.store.jsonl_format import (
     project_key,
     read_header_prefix,
     scan_log,
+    scan_suffix,
     scan_zstd_frames,
 )
+from agentlog.store.jsonl_paths import is_dir_entry, listed_id
+from agentlog.store.jsonl_seek import SeekIndex, identity_of, read_indexed, revision_of
 from agentlog.store.records import Listing, RawArtifact, Snapshot, StoredLog, Unreadable, WriterLock
 
 __all__ = ["JsonlStore"]
@@ -115,6 +117,7 @@ class JsonlStore(JsonlForks):
         self._cache: OrderedDict[str, Transcript] = OrderedDict()
         self._cache_guard = threading.Lock()
         self._ends = TranscriptEnds()
+        self._seek = SeekIndex()
         self._preflight_done = False
         self._preflight_error: StoreError | None = None
 
@@ -130,7 +133,7 @@ class JsonlStore(JsonlForks):
     def _project_dirs(self) -> list[Path]:
         """Every project directory under root (none if root does not exist yet)."""
         return [Path(entry.path) for entry in self._scan_dir(self.root)
-                if not entry.name.startswith(".") and _is_dir(entry)]
+                if not entry.name.startswith(".") and is_dir_entry(entry)]
 
     def _scan_dir(self, directory: Path) -> list[os.DirEntry[str]]:
         try:
@@ -193,7 +196,7 @@ class JsonlStore(JsonlForks):
         try:
             for project in self._project_dirs():
                 for entry in self._scan_dir(project):
-                    if _is_dir(entry):
+                    if is_dir_entry(entry):
                         self._refuse_opposite(Path(entry.path))
                     elif entry.name.endswith(_FLAT_SUFFIXES):
                         self._refuse_flat(Path(entry.path))
@@ -268,7 +271,7 @@ class JsonlStore(JsonlForks):
                 if exc.errno in _ABSENT:
                     return None
                 io_error(f"cannot read {path}: {exc}", exc, file=str(path))
-            if _identity(before) == _identity(after):
+            if identity_of(before) == identity_of(after):
                 return data, _revision(after)
 
     def _read_transcript(self, session_id: str, until_seq: int | None = None) -> Transcript | None:
@@ -298,13 +301,20 @@ class JsonlStore(JsonlForks):
         scan = scan_log(data, compressed=self.compressed, path=str(path), until_seq=until_seq)
         self._check_identity(session_id, scan.header, path)
         transcript = Transcript(path, revision, len(data), scan.header, tuple(scan.events), scan.torn,
-                                scan.partial)
+                                scan.partial, scan.marks)
         with self._cache_guard:
             self._cache[session_id] = transcript
             self._cache.move_to_end(session_id)
             while len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
         return transcript
+
+    def _seek_marks(self, session_id: str, revision: str | None = None) -> tuple[tuple[int, int], ...]:
+        """``LogScan.marks`` of this store's full scan of a transcript (of ``revision`` if given)."""
+        with self._cache_guard:
+            cached = self._cache.get(session_id)
+        fits = cached is not None and not cached.partial and revision in (None, cached.revision)
+        return cached.marks if cached is not None and fits else ()
 
     def _forget(self, session_id: str) -> None:
         with self._cache_guard:
@@ -335,6 +345,18 @@ class JsonlStore(JsonlForks):
         return StoredLog(public_header(transcript.stored_header), events, transcript.revision, torn,
                          list(torn.recovered) if torn is not None else [], writers,
                          None if torn is None else (torn.truncate_to, torn.size))
+
+    def _load_stored_from(self, session_id: str, from_seq: int) -> StoredLog | None:
+        """A suffix read that seeks through the sidecar index when it is current (``jsonl_seek``)."""
+        path = self._find(session_id)
+        read = read_indexed(self._seek, path, from_seq, compressed=self.compressed) if path else None
+        events = None if read is None or from_seq < first_stored_seq(read.header) else scan_suffix(
+            read.data, compressed=self.compressed, path=str(path), offset=read.offset, first_seq=read.seq)
+        if path is None or read is None or events is None:
+            return super()._load_stored_from(session_id, from_seq)
+        self._check_identity(session_id, read.header, path)
+        self._saw_end(session_id, read.seq + len(events), read.identity[2], read=True)
+        return StoredLog(public_header(read.header), events[from_seq - read.seq:], revision_of(read.identity))
 
     def _read_raw(self, session_id: str) -> RawArtifact | None:
         """The transcript's text as written (complete zstd frames decoded); only its header is parsed."""
@@ -369,7 +391,7 @@ class JsonlStore(JsonlForks):
         seen: dict[str, tuple[Path, tuple[int, int], Snapshot]] = {}
         for project in self._project_dirs():
             for entry in self._scan_dir(project):
-                if not _is_dir(entry):
+                if not is_dir_entry(entry):
                     if entry.name.endswith(_FLAT_SUFFIXES):
                         self._refuse_flat(Path(entry.path))
                     continue
@@ -377,7 +399,7 @@ class JsonlStore(JsonlForks):
                 try:
                     found = self._listed(session_dir)
                 except AgentlogError as exc:
-                    sid = _listed_id(session_dir)
+                    sid = listed_id(session_dir)
                     listing.unreadable.append(Unreadable(sid, str(session_dir), exc.locate(session_id=sid)))
                     continue
                 if isinstance(found, Unreadable):
@@ -414,8 +436,8 @@ class JsonlStore(JsonlForks):
             error = SessionCorruptionError("not a session transcript: it is empty, or its first "
                                            + ("frame" if self.compressed else "line")
                                            + " is not a complete session header",
-                                           session_id=_listed_id(session_dir), file=str(path), offset=0)
-            return Unreadable(_listed_id(session_dir), str(path), error, skipped_by_list=True)
+                                           session_id=listed_id(session_dir), file=str(path), offset=0)
+            return Unreadable(listed_id(session_dir), str(path), error, skipped_by_list=True)
         self._check_identity(header.id, header, path)
         return Snapshot(public_header(header), _revision(info)), path, (info.st_dev, info.st_ino)
 
@@ -444,15 +466,18 @@ class JsonlStore(JsonlForks):
         data = self._encode(events) if events else b""
         if materialize:
             plain = public_header(header)  # only a fork by reference may claim a shared prefix
-            content = self._encode_header(plain) + data
-            self._materialize(plain, content)
+            head = self._encode_header(plain)
+            content = head + data
+            self._materialize(plain, content, (events[0].seq if events else 0, len(head)))
             self._saw_end(header.id, events[-1].seq + 1 if events else 0, len(content))
         else:
             self._append_bytes(header.id, data, (events[0].seq, events[-1].seq + 1) if events else None)
         self._forget(header.id)
 
-    def _materialize(self, header: SessionHeader, content: bytes) -> None:
-        """Publish a complete new transcript: temp file, fsync, hard link (no overwrite), dir fsync."""
+    def _materialize(self, header: SessionHeader, content: bytes, batch: tuple[int, int]) -> None:
+        """Publish a complete new transcript: temp file, fsync, hard link (no overwrite), dir fsync.
+
+        ``batch``: (seq, byte offset) where its first batch starts, for the seek index."""
         self._preflight()
         directory = self._session_dir(header)
         final = directory / self._transcript
@@ -481,6 +506,8 @@ class JsonlStore(JsonlForks):
             with contextlib.suppress(OSError):
                 fs.unlink(temp)
         self._paths[header.id] = final
+        with contextlib.suppress(OSError):  # after the unlink, which changed the ctime
+            self._seek.noted(final, *batch, None, identity_of(os.stat(final)))
 
     def _append_bytes(self, session_id: str, data: bytes, seqs: tuple[int, int] | None) -> None:
         """Append and fsync; on failure truncate back to the previous size and re-raise.
@@ -499,7 +526,8 @@ class JsonlStore(JsonlForks):
         except OSError as exc:
             io_error(f"cannot open for append: {exc}", exc, session_id=session_id, file=str(path))
         try:
-            size = os.fstat(fd).st_size
+            before = identity_of(os.fstat(fd))
+            size = before[2]
         except OSError as exc:
             with contextlib.suppress(OSError):
                 fs.close(fd)
@@ -514,11 +542,12 @@ class JsonlStore(JsonlForks):
         try:
             fs.write(fd, data)
             fs.fsync(fd)
+            after = identity_of(os.fstat(fd))
         except OSError as exc:
             with contextlib.suppress(OSError):
                 fs.close(fd)
             try:
-                self._truncate(path, size)
+                self._fs.truncate_file(str(path), size)
             except OSError as rollback:
                 raise PersistenceIOError(
                     f"append failed ({exc}) and failed to roll back append to {path}: {rollback}",
@@ -532,29 +561,26 @@ class JsonlStore(JsonlForks):
             io_error(f"close after append failed: {exc}", exc, session_id=session_id, file=str(path))
         if seqs is not None:
             self._saw_end(session_id, seqs[1], size + len(data))
-
-    def _truncate(self, path: Path, size: int) -> None:
-        fs = self._fs
-        fd = fs.open(str(path), os.O_RDWR)
-        try:
-            fs.truncate(fd, size)
-            fs.fsync(fd)
-        finally:
-            fs.close(fd)
+            marks = self._seek_marks(session_id, revision_of(before))
+            self._seek.noted(path, seqs[0], size, before, after, marks)
 
     def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
         path = self._write_path(header.id)
         if path is None:
             raise SessionCorruptionError("transcript vanished during repair", session_id=header.id)
+        marks = self._seek_marks(header.id)  # the prefix a repair keeps still has them
         self._forget(header.id)
         if torn is not None:
             try:
-                self._truncate(path, torn.truncate_to)
+                self._fs.truncate_file(str(path), torn.truncate_to)
             except OSError as exc:
                 io_error(f"could not truncate torn tail: {exc}", exc, session_id=header.id,
                           file=str(path), offset=torn.truncate_to)
             known = self._ends.seq_at(header.id)
             self._saw_end(header.id, known or 0, torn.truncate_to if known is not None else None)
+            if marks:  # the sidecar named the file before the cut: rebuilt for the prefix kept
+                with contextlib.suppress(OSError):
+                    self._seek.noted(path, *marks[-1], None, identity_of(os.stat(path)), marks)
         if events:
             self._append_bytes(header.id, self._encode(events), (events[0].seq, events[-1].seq + 1))
 
@@ -569,26 +595,7 @@ class JsonlStore(JsonlForks):
 # -- helpers -----------------------------------------------------------------------------------------
 
 
-def _listed_id(session_dir: Path) -> str | None:
-    """The session id a session directory's name encodes, if it encodes one."""
-    try:
-        return decode_session_id(session_dir.name)
-    except (UnicodeDecodeError, ValueError, OverflowError):
-        return None
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
-
-
-def _identity(stat: os.stat_result) -> tuple[int, ...]:
-    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
-
-
 def _revision(stat: os.stat_result) -> str:
-    return ":".join(str(part) for part in _identity(stat))
+    return revision_of(identity_of(stat))
 
 

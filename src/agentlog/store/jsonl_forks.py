@@ -57,6 +57,8 @@ class Transcript:
     torn: TornTail | None
     partial: bool = False
     """Scanned only up to some seq (a fork's prefix): nothing after ``events`` was examined."""
+    marks: tuple[tuple[int, int], ...] = ()
+    """``LogScan.marks``: what rebuilds a stale seek index."""
 
     @property
     def complete(self) -> list[LogEntry]:
@@ -106,7 +108,7 @@ class JsonlForks(Store):
     def _encode_header(self, header: SessionHeader) -> bytes:
         raise NotImplementedError
 
-    def _materialize(self, header: SessionHeader, content: bytes) -> None:
+    def _materialize(self, header: SessionHeader, content: bytes, batch: tuple[int, int]) -> None:
         raise NotImplementedError
 
     def _lock_path(self, session_id: str) -> Path:
@@ -176,7 +178,8 @@ class JsonlForks(Store):
         if parent_id is None:
             raise UsageError("a fork by reference needs a parent session", session_id=header.id)
         shared = _with_extra(header, {SHARED_PREFIX_KEY: True})
-        content = self._encode_header(shared) + (self._encode(suffix) if suffix else b"")
+        head = self._encode_header(shared)
+        content = head + (self._encode(suffix) if suffix else b"")
         with self._reference_guard(parent_id, exclusive=False):
             parent_path = self._find(parent_id)
             if parent_path is None:
@@ -185,7 +188,7 @@ class JsonlForks(Store):
             marker = parent_path.parent / FORKS_DIR / encode_session_id(header.id)
             self._write_marker(marker, header.id)
             try:
-                self._materialize(shared, content)
+                self._materialize(shared, content, (len(prefix), len(head)))
             except BaseException:
                 self._remove_marker(marker)
                 raise

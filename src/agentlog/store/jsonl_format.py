@@ -69,6 +69,7 @@ __all__ = [
     "project_key",
     "read_header_prefix",
     "scan_log",
+    "scan_suffix",
     "scan_zstd_frames",
     "try_parse_header_line",
 ]
@@ -116,6 +117,9 @@ class LogScan:
     unknown: Event | None = None
     """The first accepted event (torn-tail records included) of a type this build does not know
     and that is not marked ignorable: ``scan_log`` refuses the log for it."""
+    marks: tuple[tuple[int, int], ...] = ()
+    """(seq, byte offset) of a line or frame start about every ``MARK_STEP`` bytes of the
+    committed region: what rebuilds a stale seek index (``jsonl_seek``)."""
 
 
 class _Issue(Exception):  # noqa: N818 - internal; converted before it leaves the module
@@ -135,7 +139,7 @@ class _LineScanner:
     """
 
     __slots__ = ("committed", "events", "first_seq", "fragment", "fragment_where", "input_bytes", "issue",
-                 "line_no", "path", "unknown")
+                 "last_where", "line_no", "marks", "next_mark", "path", "unknown")
 
     def __init__(self, header_bytes: int, path: str, first_seq: int = 0) -> None:
         self.first_seq = first_seq
@@ -148,6 +152,9 @@ class _LineScanner:
         self.fragment: list[bytes] = []  # pieces of a line spanning writes, joined once it ends
         self.fragment_where = header_bytes
         self.path = path
+        self.marks: list[tuple[int, int]] = []
+        self.last_where = -1
+        self.next_mark = 0
 
     def write(self, chunk: bytes, frame_start: int | None = None) -> None:
         """Consume the next bytes; ``frame_start`` names their zstd frame (raw: None)."""
@@ -195,7 +202,16 @@ class _LineScanner:
             events.append(entry)
             if entry[0] not in STORED_EVENT_TYPES and not entry[6] and self.unknown is None:
                 self.unknown = entry
+        if where != self.last_where:  # the first line read at a new line or frame start
+            self.last_where = where
+            if where >= self.next_mark:
+                self.marks.append((expected, where))
+                self.next_mark = where + MARK_STEP
         self.committed = end
+
+    def marks_before(self, end: int) -> tuple[tuple[int, int], ...]:
+        """The marks of the region before byte ``end`` (a torn tail's are left out)."""
+        return tuple(mark for mark in self.marks if mark[1] < end)
 
     def _gap(self, decoded: list[Event], expected: int, where: int) -> None:
         """Latch a seq gap; it is corruption at once when the offending row holds a ``turn/end``."""
@@ -314,6 +330,9 @@ def scan_log(data: bytes, *, compressed: bool, path: str, until_seq: int | None 
     return scan
 
 
+MARK_STEP: Final = 1 << 16
+"""Bytes of transcript between two ``LogScan.marks``."""
+
 _PARTIAL_STEP: Final = 1 << 16
 """Bytes fed to the line scanner between checks of ``until_seq`` (raw transcripts)."""
 
@@ -339,7 +358,8 @@ def _scan_raw(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
         raise _corruption_of(issue, path) from None
     committed = scanner.committed
     torn = TornTail(committed, [], len(data) - committed) if committed < len(data) else None
-    return LogScan(header, header_end, scanner.events, committed, torn, unknown=scanner.unknown)
+    return LogScan(header, header_end, scanner.events, committed, torn, unknown=scanner.unknown,
+                   marks=scanner.marks_before(committed))
 
 
 def _header_frame(data: bytes, span: tuple[int, int], path: str,
@@ -387,7 +407,9 @@ def _scan_zstd(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
     except _Issue as issue:
         raise _corruption_of(issue, path) from None
     events = scanner.events[:committed_events] if torn is not None else scanner.events
-    return LogScan(header, first[0][1], events, frames[-1][1], torn, unknown=scanner.unknown)
+    end = torn.truncate_to if torn is not None else frames[-1][1]
+    return LogScan(header, first[0][1], events, frames[-1][1], torn, unknown=scanner.unknown,
+                   marks=scanner.marks_before(end))
 
 
 def decode_complete_frames(data: bytes, *, path: str) -> bytes:
@@ -437,3 +459,28 @@ def read_header_prefix(chunks: Iterable[bytes], *, compressed: bool, path: str) 
             line = bytes(buffer[:newline + 1])
         return try_parse_header_line(line, path=path)[0]
     return None
+
+
+def scan_suffix(data: bytes, *, compressed: bool, path: str, offset: int,
+                first_seq: int) -> list[LogEntry] | None:
+    """The events of a transcript's bytes from ``offset`` (where the batch of ``first_seq`` starts)
+    to its end, when they read back cleanly: complete lines or frames, contiguous seqs from
+    ``first_seq``, no unknown type. None for anything else: the caller then scans the whole log,
+    which names the defect exactly (line numbers count from the file's start)."""
+    scanner = _LineScanner(offset, path, first_seq)
+    try:
+        if not compressed:
+            scanner.write(data)
+        else:
+            structure = scan_zstd_frames(data, path=path)
+            if structure.torn_start is not None:
+                return None
+            decompressor = zstandard.ZstdDecompressor()
+            for start, end in structure.frames:
+                scanner.write(decode_frame(data, (start, end), path=path, decompressor=decompressor),
+                              offset + start)
+    except (_Issue, AgentlogError):
+        return None
+    if scanner.issue is not None or scanner.unknown is not None or scanner.committed != scanner.input_bytes:
+        return None
+    return scanner.events

@@ -8,7 +8,9 @@ character, and encodes the same.
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import Final
 
 from agentlog.errors import InvalidHeaderError
@@ -19,6 +21,8 @@ __all__ = [
     "TRANSCRIPT_ZSTD",
     "decode_session_id",
     "encode_session_id",
+    "is_dir_entry",
+    "listed_id",
     "project_key",
 ]
 
@@ -106,3 +110,19 @@ def project_key(cwd: str | None) -> str:
         in_separator_run = False
     slug = "".join(parts).lstrip("-") or "root"
     return f"--{slug[:_PROJECT_KEY_LIMIT]}--"
+
+
+def listed_id(session_dir: Path) -> str | None:
+    """The session id a session directory's name encodes, if it encodes one."""
+    try:
+        return decode_session_id(session_dir.name)
+    except (UnicodeDecodeError, ValueError, OverflowError):
+        return None
+
+
+def is_dir_entry(entry: os.DirEntry[str]) -> bool:
+    """Whether a directory entry is a directory (False when it cannot be told)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
