@@ -175,3 +175,28 @@ def test_a_missing_cwd_is_drift_and_a_fsmonitor_hook_never_runs(tmp_path: Path) 
     report = audit_session(store, "evil")
     assert problems(report)["restore-drift"][0].startswith("git HEAD moved from 0000")  # git did run
     assert not marker.exists()
+
+
+def test_an_imported_claude_code_session_with_a_compaction_is_audited(tmp_path: Path, shared_data: Path) -> None:
+    """The seed's checklist on a real transcript brought in by ``agentlog import claude-code``."""
+    from agentlog.importers import save_imported
+    from tests.importers.helpers import import_file
+
+    path = next((shared_data / "transcripts/claude-code/marot__spotter").rglob("4d5611e5-*.jsonl"))
+    (imported,) = import_file("claude-code", path)
+    url = f"jsonl://{tmp_path / 'store'}"
+    with open_store(url) as store:
+        assert save_imported(store, imported) == "imported"
+    before = files_of(tmp_path / "store")
+    report = audit_session(open_store(url, create=False), imported.header.id)
+    statuses = {check.name: check.status for check in report.checks}
+    assert statuses["compaction"] == "ok"  # Claude's compaction kept every call with its result
+    assert statuses["order"] == "ok" and statuses["turns"] == "ok" and statuses["tool-results"] == "ok"
+    assert statuses["fork-lineage"] == "skipped"
+    assert report.check("compaction").summary == "1 replacements, tool pairs intact"
+    assert [item.text for item in report.check("compaction").items] == ["seqs 1..325 replaced, tool pairs intact"]
+    assert report.check("turns").summary == "4 turns ended"
+    drift = [item.text for item in report.check("restore-drift").items if item.problem]
+    assert drift == ["working directory /home/USER/projects/spotter-worktrees/spotter-dov no longer exists"]
+    assert not report.clean  # the recorded cwd is gone (and the transcript holds .env-style secrets)
+    assert files_of(tmp_path / "store") == before  # auditing never writes
