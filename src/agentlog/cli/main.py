@@ -7,7 +7,7 @@ import sys
 import click
 from rich.table import Table
 
-from agentlog.cli import lineage, sessions
+from agentlog.cli import lineage, serve, sessions
 from agentlog.cli.app import State, cli, handled
 from agentlog.cli.render import console, safe, summary
 
@@ -56,6 +56,7 @@ for command in (
     demo, bench,
     sessions.list_sessions, sessions.show, sessions.verify, sessions.inspect,
     lineage.fork, lineage.materialize, lineage.delete,
+    serve.serve,
 ):
     cli.add_command(command)
 
