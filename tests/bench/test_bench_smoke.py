@@ -97,6 +97,13 @@ def test_adapters_suite_reports_recording_beside_each_sdks_parse(report: dict[st
         assert recorded["ratio_target"] == {"op": "<=", "limit": 1.0} and recorded["ratio"] > 0
 
 
+def test_viewer_suite_reports_the_first_screen_beside_parsing_the_lines(report: dict[str, Any]) -> None:
+    assert report["suites"]["viewer"]["errors"] == []
+    assert {"session.first_screen_s", "session.inspect_s", "session.scroll_s", "baseline.loads_s",
+            "sessions.cold_s", "sessions.read_all_s", "baseline.listing_s"} <= ids(report, "viewer")
+    assert figure(report, "viewer", "session.first_screen_s")["ratio"] > 0
+
+
 def test_every_figure_is_a_measured_number_with_one_run(report: dict[str, Any]) -> None:
     for suite in report["suites"].values():
         for item in suite["figures"]:

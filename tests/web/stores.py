@@ -39,12 +39,12 @@ def crash_session(url: str, session_id: str) -> None:
         recorder = Recorder(live)
         record_turn(recorder, 0)
         record_turn(recorder, 1)
-    worker = subprocess.Popen([sys.executable, "-m", "agentlog.demo", "worker", url, session_id],
-                              stdout=subprocess.PIPE, text=True)
-    assert worker.stdout is not None
-    line = worker.stdout.readline()
-    worker.send_signal(signal.SIGKILL)
-    worker.wait()
+    with subprocess.Popen([sys.executable, "-m", "agentlog.demo", "worker", url, session_id],
+                          stdout=subprocess.PIPE, text=True) as worker:
+        assert worker.stdout is not None
+        line = worker.stdout.readline()
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
     assert line.startswith("READY"), line
 
 

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
 
+from agentlog.errors import AgentlogError
 from agentlog.events import Event
 from agentlog.messages import event_message
 from agentlog.web.scan import SessionIndex
@@ -38,7 +39,17 @@ def shown(event: Event) -> dict[str, Any]:
 
 async def live_events(viewer: Viewer, session_id: str, start: int,
                       disconnected: Callable[[], Awaitable[bool]]) -> AsyncIterator[list[dict[str, Any]]]:
-    """Batches of events stored from ``start`` on, until the client goes away."""
+    """Batches of events stored from ``start`` on, until the client goes away or the session
+    cannot be read any more (deleted, damaged, the store closed): then one ``{"gone": why}``."""
+    try:
+        async for batch in _follow(viewer, session_id, start, disconnected):
+            yield batch
+    except (AgentlogError, OSError) as exc:
+        yield [{"gone": f"{type(exc).__name__}: {exc}"}]
+
+
+async def _follow(viewer: Viewer, session_id: str, start: int,
+                  disconnected: Callable[[], Awaitable[bool]]) -> AsyncIterator[list[dict[str, Any]]]:
     tail = getattr(viewer.store, "atail", None)
     if tail is not None:
         async for event in tail(session_id, start, idle_timeout=None, poll_interval=POLL_SECONDS * 4):

@@ -85,6 +85,11 @@ function followLive() {
   source.addEventListener("error", () => { session.dataset.liveState = "reconnecting"; });
   source.addEventListener("events", (message) => {
     const batch = JSON.parse(message.data);
+    if (batch.length === 1 && batch[0].gone !== undefined) {
+      source.close();
+      session.dataset.liveState = "ended";
+      return;
+    }
     let last = -1;
     for (const event of batch) {
       last = Math.max(last, Number(event.seq));
