@@ -16,7 +16,7 @@ from tests.web.stores import build_all
 
 @pytest.fixture(scope="session")
 def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return build_all(tmp_path_factory.mktemp("viewer") / "store")
+    return build_all(f"jsonl://{tmp_path_factory.mktemp('viewer') / 'store'}")
 
 
 @pytest.fixture

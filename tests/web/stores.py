@@ -8,7 +8,6 @@ import random
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from typing import Final
 
 from agentlog import Compactor, ExtractiveSummarizer, Recorder, SessionHeader, open_store
@@ -104,9 +103,8 @@ def hostile_session(url: str, session_id: str = HOSTILE_ID) -> None:
                     step.assistant()
 
 
-def build_all(root: Path) -> str:
-    """One JSONL store with every kind of session above; returns its URL."""
-    url = f"jsonl://{root}"
+def build_all(url: str) -> str:
+    """A store (any backend URL) with every kind of session above; returns its URL."""
     crash_session(url, CRASHED)
     compacted_session(url, COMPACTED)
     forked_sessions(url)

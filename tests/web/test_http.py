@@ -10,12 +10,12 @@ from urllib.parse import quote
 import pytest
 from starlette.testclient import TestClient
 
-from agentlog import open_store
+from agentlog import Recorder, SessionHeader, open_store
 from agentlog.store.base import Store
 from agentlog.web import create_app
 from agentlog.web.guard import check_token
 from tests.web.conftest import root_of
-from tests.web.stores import CHILD, COMPACTED, CRASHED, HOSTILE_ID, PARENT, PAYLOADS
+from tests.web.stores import CHILD, COMPACTED, CRASHED, HOSTILE_ID, PARENT, PAYLOADS, build_all
 
 DASH = "\u2013"
 TOKEN = "s3cret-token-0123456789"
@@ -207,3 +207,86 @@ def test_a_deleted_session_is_404_after_it_was_viewed(tmp_path: Path) -> None:
         with open_store(url) as writer:
             writer.delete("gone")
         assert client.get("/s/gone").status_code == 404
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_every_page_works_on_the_database_stores(backend: str, tmp_path: Path) -> None:
+    schema = None
+    if backend == "postgres":
+        from tests.store.pg_worker import Schema
+
+        schema = Schema.new()
+        url = schema.url
+    else:
+        url = f"sqlite://{tmp_path / 'viewer.db'}"
+    try:
+        build_all(url)
+        with open_store(url, create=False) as store, TestClient(
+                create_app(store, index_in_background=False), base_url="http://127.0.0.1") as client:
+            listed = client.get("/").text
+            assert len(re.findall(r'<tr class="session-row">', listed)) == 5
+            assert "synthetic result (crash repair)" in client.get(f"/s/{CRASHED}").text
+            assert '<aside class="compaction"' in client.get(f"/s/{COMPACTED}").text
+            assert f'<a href="/s/{PARENT}">{PARENT}</a>' in client.get(f"/s/{CHILD}").text
+            hostile = client.get(f"/s/{quote(HOSTILE_ID, safe='')}").text
+            assert "&lt;script&gt;window.__pwned = 1" in hostile and "<script>window" not in hostile
+            assert 'id="seq-0"' in client.get(f"/events/{COMPACTED}").text
+    finally:
+        if schema is not None:
+            schema.drop()
+
+
+def test_a_damaged_session_is_named_on_the_list_and_its_page_says_why(tmp_path: Path) -> None:
+    url = f"jsonl://{tmp_path}"
+    from tests.web.stores import compacted_session
+
+    compacted_session(url, "fine")
+    compacted_session(url, "damaged")
+    with open_store(url, create=False) as store:
+        path = Path(store.locate(store.inspect("damaged").header))
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 40] = b"\x00" * 40  # a flipped stretch inside a checksummed zstd frame
+    path.write_bytes(bytes(data))
+    with open_store(url, create=False) as store, TestClient(create_app(store, index_in_background=False),
+                                                            base_url="http://127.0.0.1") as client:
+        listed = client.get("/").text
+        row = re.search(r'<tr class="session-row">\s*<td class="id"><a href="/s/damaged">.*?</tr>', listed,
+                        re.DOTALL)
+        assert row is not None and "unreadable" in row.group(0), listed
+        page = client.get("/s/damaged")
+        assert page.status_code == 500
+        assert "cannot read this session" in page.text and "damaged" in page.text
+        assert client.get("/s/fine").status_code == 200
+
+
+def test_huge_content_is_clipped_on_the_page_and_whole_in_the_inspector(tmp_path: Path) -> None:
+    url = f"jsonl://{tmp_path}"
+    huge = "A" * 3_000_000
+    with open_store(url) as store, store.start(SessionHeader(id="huge", cwd="/w")) as live, \
+            Recorder(live).turn() as turn, turn.step() as step:
+        step.user_message(huge)
+        step.request_header({"config": {"provider": "p", "model": "m"}})
+        step.text_delta("ok")
+        step.assistant()
+    with open_store(url, create=False) as store, TestClient(create_app(store, index_in_background=False),
+                                                            base_url="http://127.0.0.1") as client:
+        page = client.get("/s/huge")
+        assert page.status_code == 200 and len(page.text) < 200_000
+        assert "clipped here; the event inspector shows all of it" in page.text
+        assert len(client.get("/").text) < 50_000
+
+
+@pytest.mark.parametrize("session_id", ["dir/../x y", "?q=1#frag", "%2e%2e", "100% & more"])
+def test_ids_with_url_syntax_round_trip_through_links(tmp_path: Path, session_id: str) -> None:
+    url = f"jsonl://{tmp_path}"
+    from tests.web.stores import compacted_session
+
+    compacted_session(url, session_id)
+    with open_store(url, create=False) as store, TestClient(create_app(store, index_in_background=False),
+                                                            base_url="http://127.0.0.1") as client:
+        link = re.search(r'<td class="id"><a href="([^"]+)"', client.get("/").text)
+        assert link is not None
+        page = client.get(link.group(1).replace("&amp;", "&"))
+        assert page.status_code == 200
+        assert f'<h1 class="session-id">{session_id.replace("&", "&amp;")}</h1>' in page.text

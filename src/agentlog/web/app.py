@@ -12,7 +12,7 @@ import datetime
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import orjson
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -92,6 +92,15 @@ def _number(request: Request, name: str, default: int = 0) -> int:
     return int(raw)
 
 
+def _session_id(request: Request) -> str:
+    """The id in the path, percent-decoded exactly once (from the raw path when the server gives
+    it: a decoded path cannot tell ``%252e`` from ``%2e``)."""
+    raw = request.scope.get("raw_path")
+    if isinstance(raw, bytes) and raw.count(b"/") >= 2:
+        return unquote(raw.decode("latin-1").split("/", 2)[2])
+    return str(request.path_params["session_id"])
+
+
 class _BadRequestError(Exception):
     """A query parameter the viewer cannot use (answered 400)."""
 
@@ -115,7 +124,7 @@ class _Pages:
         rows = await run_in_threadpool(self.viewer.rows)
         listing = self.viewer.listing()
         page = select(rows, query, sort, descending, page_number)
-        missing = [row.header for row in page.rows if row.summary is None]
+        missing = [row.header for row in page.rows if row.summary is None and row.error is None]
         for header in missing:  # the indexer has not reached them yet: read this page's now
             revision = next((snap.revision for snap in listing.snapshots if snap.header.id == header.id), "")
             await run_in_threadpool(self.viewer.summarize_one, header, revision)
@@ -127,7 +136,7 @@ class _Pages:
                            page_size=PAGE_SIZE)
 
     async def session(self, request: Request) -> Response:
-        session_id = request.path_params["session_id"]
+        session_id = _session_id(request)
         loaded = await run_in_threadpool(self.viewer.load, session_id)
         events, index = loaded.inspection.events, loaded.index
         turn = min(_number(request, "turn"), max(len(index.turns) - 1, 0))
@@ -135,7 +144,7 @@ class _Pages:
         fragment = request.query_params.get("fragment")
         turns = await run_in_threadpool(turn_views, events, index, turn)
         nodes = await run_in_threadpool(surface_items, events, index, node)
-        context = dict(session_id=session_id, loaded=loaded, index=index, turns=turns, nodes=nodes,
+        context: dict[str, Any] = dict(session_id=session_id, loaded=loaded, index=index, turns=turns, nodes=nodes,
                        turn=turn, node=node, turns_page=TURNS_PAGE, nodes_page=NODES_PAGE)
         if fragment == "transcript":
             return self.render("transcript.html", **context)
@@ -151,7 +160,7 @@ class _Pages:
                            status=status, recovery=loaded.inspection.recovery, **context)
 
     async def events(self, request: Request) -> Response:
-        session_id = request.path_params["session_id"]
+        session_id = _session_id(request)
         loaded = await run_in_threadpool(self.viewer.load, session_id)
         events = loaded.inspection.events
         start = _number(request, "from")
@@ -164,7 +173,7 @@ class _Pages:
                            stored=loaded.index.stored)
 
     async def live(self, request: Request) -> Response:
-        session_id = request.path_params["session_id"]
+        session_id = _session_id(request)
         await run_in_threadpool(self.viewer.known, session_id)
         start = _number(request, "from")
 

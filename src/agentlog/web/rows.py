@@ -40,6 +40,8 @@ class Row:
 
     header: SessionHeader
     summary: Summary | None
+    error: str | None = None
+    """Why its log could not be read (its header could), when it was tried and failed."""
 
 
 @dataclass(frozen=True, slots=True)

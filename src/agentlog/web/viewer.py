@@ -56,7 +56,8 @@ class Viewer:
         self._listed_at = 0.0
         self._headers: dict[str, tuple[SessionHeader, str]] = {}
         self._children: dict[str, list[SessionHeader]] = {}
-        self._summaries: dict[str, tuple[str, Summary]] = {}
+        self._summaries: dict[str, tuple[str, Summary | str]] = {}
+        """id -> (listing revision, its summary, or why its log could not be read)."""
         self._loaded: OrderedDict[str, Loaded] = OrderedDict()
         self._stop = threading.Event()
         self._indexer: threading.Thread | None = None
@@ -84,7 +85,9 @@ class Viewer:
             rows = []
             for snap in listing.snapshots:
                 cached = self._summaries.get(snap.header.id)
-                rows.append(Row(snap.header, cached[1] if cached and cached[0] == snap.revision else None))
+                found = cached[1] if cached and cached[0] == snap.revision else None
+                rows.append(Row(snap.header, None, found) if isinstance(found, str)
+                            else Row(snap.header, found))
             return rows
 
     def known(self, session_id: str) -> SessionHeader:
@@ -167,11 +170,13 @@ class Viewer:
             cached = self._summaries.get(header.id)
         if cached is not None and cached[0] == revision:
             return
+        summary: Summary | str
         try:
             inspection = self.store.inspect(header.id)
-        except Exception:  # listed but unreadable now: its row stays unread, the page says so
-            return
-        summary = summarize(_index(inspection), inspection.recovery, self._size(header))
+        except Exception as exc:  # listed (its header reads) but its log does not: the row says why
+            summary = f"{type(exc).__name__}: {exc}"
+        else:
+            summary = summarize(_index(inspection), inspection.recovery, self._size(header))
         with self._lock:
             self._summaries[header.id] = (revision, summary)
 
