@@ -21,9 +21,10 @@ from urllib.parse import quote
 import pytest
 
 from agentlog import Recorder, SessionHeader, open_store
+from agentlog.cli.render import visible
 from agentlog.demo import record_turn
 from agentlog.store.base import Store
-from tests.web.server import launch, serving
+from tests.web.server import CHROMIUM, ensure_chromium, launch, serving
 from tests.web.stores import COMPACTED, CRASHED, HOSTILE_ID, PARENT, PAYLOADS
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -35,6 +36,10 @@ FLAG = "Object.defineProperty(window, '__dialogs', {value: [], writable: false})
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    if not os.path.exists(ensure_chromium()):
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing (scripts/test.sh installs Debian's chromium)")
+        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium")
     with playwright_api.sync_playwright() as playwright:
         chromium = launch(playwright)
         try:
@@ -76,10 +81,10 @@ def test_sessions_page_shows_every_session_and_links_to_it(page: Any, base: str,
     assert rows.count() == 5
     assert "5" in page.inner_text("#session-count")
     assert page.locator("tr.session-row", has_text=PARENT).count() == 2  # the parent and its fork
+    page.screenshot(path=str(_shots(tmp_path) / "sessions.png"))
     page.fill("#filter", "compacted")
     page.click("button[type=submit]")
     assert page.locator("tr.session-row").count() == 1
-    page.screenshot(path=str(_shots(tmp_path) / "sessions.png"))
     page.click(f"text={COMPACTED}")
     page.wait_for_url(f"{base}/s/{COMPACTED}")
     assert page.inner_text("h1") == COMPACTED
@@ -89,6 +94,7 @@ def test_sessions_page_shows_every_session_and_links_to_it(page: Any, base: str,
 def test_session_page_shows_transcript_surface_bracket_and_chart(page: Any, base: str,
                                                                    tmp_path: Path) -> None:
     page.goto(f"{base}/s/{COMPACTED}")
+    page.screenshot(path=str(_shots(tmp_path) / "session-compacted.png"))
     bracket = page.locator("aside.compaction")
     assert bracket.count() == 1
     assert f"shadowed: seq 2{DASH}83 (13 surface messages" in bracket.inner_text()
@@ -102,7 +108,6 @@ def test_session_page_shows_transcript_surface_bracket_and_chart(page: Any, base
     assert page.locator("#transcript article.shadowed").count() == 13
     assert page.locator("svg.chart path.estimated").count() == 1
     assert page.locator("svg.chart line.compaction").count() == 1
-    page.screenshot(path=str(_shots(tmp_path) / "session-compacted.png"), full_page=True)
     assert page.errors == []
 
 
@@ -115,7 +120,7 @@ def test_crashed_session_marks_repair_and_synthetic_results(page: Any, base: str
     assert synthetic.count() == 1
     assert "not stored: a load would write it" in synthetic.inner_text()
     assert "was left open" in page.inner_text("p.recovery")
-    page.screenshot(path=str(_shots(tmp_path) / "session-crashed.png"), full_page=True)
+    page.screenshot(path=str(_shots(tmp_path) / "session-crashed.png"))
 
 
 def test_reasoning_is_collapsed_until_opened(page: Any, base: str) -> None:
@@ -138,6 +143,8 @@ def test_hostile_content_is_shown_as_text_and_never_runs(page: Any, base: str, t
         assert page.dialogs == [], url
     page.goto(f"{base}/s/{quoted}")
     transcript = page.inner_text("#transcript")
+    for payload in PAYLOADS:  # every one shown as the text it is, controls as escapes
+        assert visible(payload) in transcript, payload
     assert "<script>window.__pwned = 1; alert(1)</script>" in transcript
     assert '<img src=x onerror="window.__pwned=2;alert(2)">' in transcript
     assert "\\x1b[2J\\x1b]0;owned title\\x07 ANSI escapes" in transcript
@@ -149,18 +156,20 @@ def test_hostile_content_is_shown_as_text_and_never_runs(page: Any, base: str, t
     assert page.evaluate("window.__pwned") is None and page.dialogs == []
 
 
-def test_fork_tree_links_both_ways(page: Any, base: str) -> None:
+def test_fork_tree_links_both_ways(page: Any, base: str, tmp_path: Path) -> None:
     page.goto(f"{base}/s/{PARENT}")
     child = page.locator(".tree li.child a").first
     child_id = child.inner_text()
     child.click()
     page.wait_for_url(f"{base}/s/{child_id}")
     assert "fork of parent-session at seq" in page.inner_text(".tree li.this")
+    page.screenshot(path=str(_shots(tmp_path) / "session-fork.png"))
     page.locator(".tree li.ancestor a").click()
     page.wait_for_url(f"{base}/s/{PARENT}")
 
 
-def test_permalink_into_a_collapsed_chunk_run_opens_it(page: Any, base: str, store: Store) -> None:
+def test_permalink_into_a_collapsed_chunk_run_opens_it(page: Any, base: str, store: Store,
+                                                       tmp_path: Path) -> None:
     events = store.inspect(COMPACTED).events
     chunk = next(event.seq for event in events if event.type == "assistant/chunk" and
                  events[event.seq - 1].type == "assistant/chunk")
@@ -168,6 +177,9 @@ def test_permalink_into_a_collapsed_chunk_run_opens_it(page: Any, base: str, sto
     page.wait_for_url(f"{base}/events/{COMPACTED}?from={chunk}&expand=1#seq-{chunk}")
     row = page.locator(f"#seq-{chunk}")
     assert row.is_visible() and "assistant/chunk" in row.inner_text()
+    page.goto(f"{base}/events/{COMPACTED}#seq-13")
+    page.locator("#seq-13 summary").click()
+    page.screenshot(path=str(_shots(tmp_path) / "events.png"))
 
 
 def _long_session(url: str, session_id: str, turns: int) -> None:
@@ -235,5 +247,22 @@ def test_every_page_fetches_only_its_own_assets(page: Any, base: str) -> None:
     assert page.errors == []
 
 
-def test_payload_list_is_complete() -> None:
-    assert len(PAYLOADS) >= 8
+def test_the_demo_store_shows_its_repaired_crash_and_its_fork(page: Any, tmp_path: Path) -> None:
+    from agentlog.demo import run_demo
+
+    url = f"jsonl://{tmp_path / 'demo'}"
+    report = run_demo(url, log=lambda line: None)
+    with open_store(url, create=False) as store, serving(store) as base:
+        page.goto(base + "/")
+        expect(page.locator("tr.session-row")).to_have_count(2)
+        page.click(f"td.id a >> text='{report.session_id}'")
+        crashed = page.locator("section.turn.crash-closed")
+        assert "closed by crash repair" in crashed.inner_text()
+        assert page.locator("#transcript article.synthetic").count() == len(
+            [event for event in report.closers if event.type == "tool/result"])
+        assert page.locator("#transcript span.badge.pending").count() == 0  # the repair is stored
+        page.locator(".tree li.child a").click()
+        page.wait_for_url(f"{base}/s/{quote(report.child_id, safe='')}")
+        assert f"at seq {report.fork_boundary + 1}" in page.inner_text(".tree li.this")
+        assert "Instead of coverage, just list the test files." in page.inner_text("#transcript")
+        assert page.errors == []

@@ -122,13 +122,11 @@ class _Pages:
         descending = request.query_params.get("order", "desc") != "asc"
         page_number = _number(request, "page", 1)
         rows = await run_in_threadpool(self.viewer.rows)
-        listing = self.viewer.listing()
+        listing = await run_in_threadpool(self.viewer.listing)
         page = select(rows, query, sort, descending, page_number)
         missing = [row.header for row in page.rows if row.summary is None and row.error is None]
-        for header in missing:  # the indexer has not reached them yet: read this page's now
-            revision = next((snap.revision for snap in listing.snapshots if snap.header.id == header.id), "")
-            await run_in_threadpool(self.viewer.summarize_one, header, revision)
-        if missing:
+        if missing:  # the indexer has not reached them yet: read this page's rows now
+            await run_in_threadpool(self.viewer.summarize, missing)
             page = select(await run_in_threadpool(self.viewer.rows), query, sort, descending, page.page)
         read = sum(1 for row in rows if row.summary is not None)
         return self.render("sessions.html", page=page, query=query, sort=sort, descending=descending,
@@ -144,8 +142,9 @@ class _Pages:
         fragment = request.query_params.get("fragment")
         turns = await run_in_threadpool(turn_views, events, index, turn)
         nodes = await run_in_threadpool(surface_items, events, index, node)
-        context: dict[str, Any] = dict(session_id=session_id, loaded=loaded, index=index, turns=turns, nodes=nodes,
-                       turn=turn, node=node, turns_page=TURNS_PAGE, nodes_page=NODES_PAGE)
+        context: dict[str, Any] = dict(session_id=session_id, loaded=loaded, index=index, turns=turns,
+                                       nodes=nodes, turn=turn, node=node, turns_page=TURNS_PAGE,
+                                       nodes_page=NODES_PAGE)
         if fragment == "transcript":
             return self.render("transcript.html", **context)
         if fragment == "surface":

@@ -164,6 +164,13 @@ class Viewer:
         self.known(session_id)
         return list(self.store.read_from(session_id, from_seq).events)
 
+    def summarize(self, headers: list[SessionHeader]) -> None:
+        """Read the row summaries of these listed sessions (a page's unread rows)."""
+        for header in headers:
+            with self._lock:
+                revision = self._headers.get(header.id, (header, ""))[1]
+            self.summarize_one(header, revision)
+
     def summarize_one(self, header: SessionHeader, revision: str) -> None:
         """Read one session for its row summary (the indexer; a failure leaves it unread)."""
         with self._lock:
@@ -182,7 +189,7 @@ class Viewer:
 
     # -- the background indexer -------------------------------------------------------------
 
-    def start_indexer(self, pause: float = 2.0) -> None:
+    def start_indexer(self, pause: float = 10.0) -> None:
         """Read every listed session's summary in the background, then keep up with changes."""
         if self._indexer is None:
             self._indexer = threading.Thread(target=self._index_loop, args=(pause,),
