@@ -58,7 +58,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         [sys.executable, "-m", "agentlog.bench", "all", "--turns", "2", "--runs", "1",
          "--backends", ",".join(BACKENDS),
          "--out", str(out), "--markdown", str(markdown), "--tmp-dir", str(scratch)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True, text=True, timeout=240, check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     data: dict[str, Any] = json.loads(out.read_text())
@@ -207,7 +207,7 @@ def databases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         [sys.executable, "-m", "agentlog.bench", "store", "--turns", "2", "--runs", "1",
          "--backends", ",".join(backends), "--out", str(out), "--markdown", str(markdown),
          "--tmp-dir", str(scratch)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True, text=True, timeout=240, check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     data: dict[str, Any] = json.loads(out.read_text())

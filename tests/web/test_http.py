@@ -290,3 +290,28 @@ def test_ids_with_url_syntax_round_trip_through_links(tmp_path: Path, session_id
         page = client.get(link.group(1).replace("&amp;", "&"))
         assert page.status_code == 200
         assert f'<h1 class="session-id">{session_id.replace("&", "&amp;")}</h1>' in page.text
+
+
+def test_ten_thousand_sessions_are_paged_filtered_and_sorted_on_the_server() -> None:
+    from agentlog.store.memory import MemoryStore
+
+    store = MemoryStore()
+    for number in range(10_000):
+        session_id = f"s{number:05d}"
+        store.create(SessionHeader(id=session_id, cwd="/w", created_at=1_700_000_000_000 + number))
+        store.append(session_id, [{"type": "user/message", "seq": 0, "time": 1_700_000_000_000 + number,
+                                   "data": {"id": f"m{number}", "role": "user", "source": {"kind": "user"},
+                                            "content": [{"type": "text", "text": f"task {number}"}]},
+                                   "surfaceOp": "append"}])
+    with TestClient(create_app(store, index_in_background=False), base_url="http://127.0.0.1") as client:
+        first = client.get("/", params={"sort": "created", "order": "desc"}).text
+        ids = re.findall(r'<td class="id"><a href="/s/([^"]+)"', first)
+        assert ids == [f"s{number:05d}" for number in range(9_999, 9_949, -1)]
+        assert "page 1 of 200" in _text(first) and "10,000" in first
+        assert "summaries read: 50 / 10,000" in _text(first)  # only the shown rows were read
+        last = client.get("/", params={"sort": "created", "order": "desc", "page": "200"}).text
+        assert re.findall(r'<td class="id"><a href="/s/([^"]+)"', last)[-1] == "s00000"
+        found = client.get("/", params={"q": "S09876"}).text
+        assert re.findall(r'<td class="id"><a href="/s/([^"]+)"', found) == ["s09876"]
+        assert "task 9876" in found
+    store.close()

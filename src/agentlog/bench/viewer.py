@@ -162,7 +162,7 @@ def run(ctx: Context) -> None:
     ctx.say(f"recording the T = {turns} workload session")
     url = _build(root / "jsonl", turns)
     ctx.attempt("session", lambda: _session_pages(ctx, url))
-    sessions = 10_000 if turns >= 100 else 200
+    sessions = 10_000 if turns >= 100 else 50
     ctx.say(f"writing {sessions:,} small sessions (SQLite)")
     small = ctx.attempt("build", lambda: _small_store(root, sessions))
     if small is not None:

@@ -127,8 +127,9 @@ class _Pages:
         missing = [row.header for row in page.rows if row.summary is None and row.error is None]
         if missing:  # the indexer has not reached them yet: read this page's rows now
             await run_in_threadpool(self.viewer.summarize, missing)
-            page = select(await run_in_threadpool(self.viewer.rows), query, sort, descending, page.page)
-        read = sum(1 for row in rows if row.summary is not None)
+            rows = await run_in_threadpool(self.viewer.rows)
+            page = select(rows, query, sort, descending, page.page)
+        read = sum(1 for row in rows if row.summary is not None or row.error is not None)
         return self.render("sessions.html", page=page, query=query, sort=sort, descending=descending,
                            sorts=list(SORTS), unreadable=listing.unreadable, read=read, now=_now(),
                            page_size=PAGE_SIZE)

@@ -157,12 +157,6 @@ class _Indexer:
         self.surface_tokens = 0
         self.brackets: dict[str, Bracket] = {}
 
-    def turn(self, seq: int, time: int) -> TurnSpan:
-        turns = self.index.turns
-        if not turns:
-            turns.append(TurnSpan(None, 0, 0, time))
-        return turns[-1]
-
     def feed(self, event: Event) -> None:
         kind = event.type
         if kind in (TURN_START, TURN_END, STEP_START):
@@ -270,13 +264,13 @@ def index_session(events: Sequence[Event], stored: int | None = None) -> Session
     indexer = _Indexer(events, len(events) if stored is None else stored)
     index = indexer.index
     last: Event | None = None
-    for seq, entry in slots(events):
+    for _seq, entry in slots(events):
         if entry.__class__ is ChunkRun or entry.type == ASSISTANT_CHUNK:
             continue
         event: Event = entry  # type: ignore[assignment]
-        if index.first_time is None:
+        if index.first_time is None:  # events before the first turn (if any) form a span of their own
             index.first_time = event.time
-        indexer.turn(seq, event.time)
+            index.turns.append(TurnSpan(None, 0, 0, event.time))
         indexer.feed(event)
         last = event
     for position, span in enumerate(index.turns):
