@@ -181,18 +181,17 @@ def _run(store: Store, store_url: str, log: Callable[[str], None]) -> DemoReport
 
 def _crash_in_subprocess(store_url: str, session_id: str, log: Callable[[str], None]) -> int:
     """Record turn 3 in a child process and SIGKILL it while its tool runs; return durable count."""
-    process = subprocess.Popen(
+    with subprocess.Popen(  # leaving the block closes the pipe and reaps the child
         [sys.executable, "-m", "agentlog.demo", "worker", store_url, session_id],
         stdout=subprocess.PIPE, text=True,
-    )
-    assert process.stdout is not None
-    line = _read_line(process.stdout)
-    if not line.startswith("READY "):
-        process.kill()
-        raise RuntimeError(f"demo worker did not start: {line!r}")
-    durable = int(line.split()[1])
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    ) as process:
+        assert process.stdout is not None
+        line = _read_line(process.stdout)
+        if not line.startswith("READY "):
+            process.kill()
+            raise RuntimeError(f"demo worker did not start: {line!r}")
+        durable = int(line.split()[1])
+        process.send_signal(signal.SIGKILL)
     log(f"a recorder process (pid {process.pid}) started turn 3 and was killed with SIGKILL "
         f"while its tool ran ({durable} events were durable)")
     return durable

@@ -261,7 +261,7 @@ def test_the_demo_store_shows_its_repaired_crash_and_its_fork(page: Any, tmp_pat
         assert page.locator("#transcript article.synthetic").count() == len(
             [event for event in report.closers if event.type == "tool/result"])
         assert page.locator("#transcript span.badge.pending").count() == 0  # the repair is stored
-        page.locator(".tree li.child a").click()
+        page.locator(".tree li.child a").first.click()
         page.wait_for_url(f"{base}/s/{quote(report.child_id, safe='')}")
         assert f"at seq {report.fork_boundary + 1}" in page.inner_text(".tree li.this")
         assert "Instead of coverage, just list the test files." in page.inner_text("#transcript")
