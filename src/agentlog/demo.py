@@ -181,7 +181,7 @@ def _run(store: Store, store_url: str, log: Callable[[str], None]) -> DemoReport
 
 def _crash_in_subprocess(store_url: str, session_id: str, log: Callable[[str], None]) -> int:
     """Record turn 3 in a child process and SIGKILL it while its tool runs; return durable count."""
-    with subprocess.Popen(  # closes its pipe on exit: run_demo leaves no file open
+    with subprocess.Popen(  # leaving the block closes the pipe and reaps the child
         [sys.executable, "-m", "agentlog.demo", "worker", store_url, session_id],
         stdout=subprocess.PIPE, text=True,
     ) as process:
@@ -192,7 +192,6 @@ def _crash_in_subprocess(store_url: str, session_id: str, log: Callable[[str], N
             raise RuntimeError(f"demo worker did not start: {line!r}")
         durable = int(line.split()[1])
         process.send_signal(signal.SIGKILL)
-        process.wait()
     log(f"a recorder process (pid {process.pid}) started turn 3 and was killed with SIGKILL "
         f"while its tool ran ({durable} events were durable)")
     return durable

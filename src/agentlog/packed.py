@@ -110,6 +110,17 @@ class EventsView(Sequence[Event]):
         for index in range(lazy, self._len):
             yield log[index]  # type: ignore[misc]
 
+    def entries(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, LogEntry]]:
+        """``(seq, slot)`` from ``start`` to ``stop``, each packed run once and unexpanded (at the
+        first of its seqs in range): for scans that skip stream chunks (the viewer)."""
+        log = self._log
+        end = self._len if stop is None else min(stop, self._len)
+        index = max(start, 0)
+        while index < end:
+            entry = log[index]
+            yield index, entry
+            index = entry.seq0 + entry.count if isinstance(entry, ChunkRun) else index + 1
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence):
             return len(other) == self._len and all(a == b for a, b in zip(self, other, strict=True))

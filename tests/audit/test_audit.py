@@ -177,7 +177,9 @@ def test_a_missing_cwd_is_drift_and_a_fsmonitor_hook_never_runs(tmp_path: Path) 
     assert not marker.exists()
 
 
-def test_an_imported_claude_code_session_with_a_compaction_is_audited(tmp_path: Path, shared_data: Path) -> None:
+def test_an_imported_claude_code_session_with_a_compaction_is_audited(
+    tmp_path: Path, shared_data: Path,
+) -> None:
     """The seed's checklist on a real transcript brought in by ``agentlog import claude-code``."""
     from agentlog.importers import save_imported
     from tests.importers.helpers import import_file
@@ -194,7 +196,8 @@ def test_an_imported_claude_code_session_with_a_compaction_is_audited(tmp_path: 
     assert statuses["order"] == "ok" and statuses["turns"] == "ok" and statuses["tool-results"] == "ok"
     assert statuses["fork-lineage"] == "skipped"
     assert report.check("compaction").summary == "1 replacements, tool pairs intact"
-    assert [item.text for item in report.check("compaction").items] == ["seqs 1..325 replaced, tool pairs intact"]
+    compaction = [item.text for item in report.check("compaction").items]
+    assert compaction == ["seqs 1..325 replaced, tool pairs intact"]
     assert report.check("turns").summary == "4 turns ended"
     drift = [item.text for item in report.check("restore-drift").items if item.problem]
     assert drift == ["working directory /home/USER/projects/spotter-worktrees/spotter-dov no longer exists"]

@@ -106,6 +106,13 @@ def test_export_suite_times_every_format_against_writing_the_log(report: dict[st
     assert all(figure(report, "export", key)["ratio"] > 0 for key in expected - {"baseline.dumps_ms"})
 
 
+def test_viewer_suite_reports_the_first_screen_beside_parsing_the_lines(report: dict[str, Any]) -> None:
+    assert report["suites"]["viewer"]["errors"] == []
+    assert {"session.first_screen_s", "session.inspect_s", "session.scroll_s", "baseline.loads_s",
+            "sessions.cold_s", "sessions.read_all_s", "baseline.listing_s"} <= ids(report, "viewer")
+    assert figure(report, "viewer", "session.first_screen_s")["ratio"] > 0
+
+
 def test_every_figure_is_a_measured_number_with_one_run(report: dict[str, Any]) -> None:
     for suite in report["suites"].values():
         for item in suite["figures"]:

@@ -8,7 +8,7 @@ import click
 import orjson
 from rich.table import Table
 
-from agentlog.cli import audit, chat, export, importing, lineage, search, sessions, stats, tail, upkeep
+from agentlog.cli import audit, chat, export, importing, lineage, search, serve, sessions, stats, tail, upkeep
 from agentlog.cli.app import State, cli, handled
 from agentlog.cli.render import console, print_json, safe, summary, visible
 
@@ -73,6 +73,7 @@ for command in (
     stats.stats, tail.tail, search.search,
     importing.import_sessions, export.export_session, audit.audit,
     chat.chat,
+    serve.serve,
 ):
     cli.add_command(command)
 

@@ -1,0 +1,58 @@
+"""``agentlog serve``: the read-only web viewer of a store (``pip install 'agentlog[web]'``)."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import click
+
+from agentlog.cli.app import State, handled
+from agentlog.cli.render import console, safe
+from agentlog.errors import AgentlogError
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and ``localhost``: the addresses only this machine reaches."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback requires --token.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to bind (0: any free port).")
+@click.option("--token", envvar="AGENTLOG_SERVE_TOKEN", default=None, metavar="TOKEN",
+              help="Require this token on every request (Authorization: Bearer TOKEN, or open "
+                   "/?token=TOKEN once: it sets a cookie). Also $AGENTLOG_SERVE_TOKEN.")
+@click.pass_obj
+@handled
+def serve(state: State, host: str, port: int, token: str | None) -> None:
+    """Serve a read-only web viewer of the store: sessions, transcripts beside their surface,
+    compactions, forks, token pressure, every event, live updates.
+
+    Binds 127.0.0.1 by default and never writes to the store.
+    """
+    try:
+        import uvicorn
+
+        from agentlog.web import create_app
+    except ImportError as exc:
+        raise AgentlogError("agentlog serve needs the web extra: pip install 'agentlog[web]' "
+                            f"({exc})") from exc
+    if not is_loopback(host) and not token:
+        raise click.UsageError(f"--host {host} is not a loopback address: serving other machines "
+                               "requires --token")
+    with state.store(create=False) as store:
+        app = create_app(store, token=token)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                                lifespan="on")
+        server = uvicorn.Server(config)
+        shown = f"[{host}]" if ":" in host else host
+        url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+        console.print(f"agentlog viewer of {safe(state.store_url)} at {url}  (Ctrl-C stops)")
+        server.run()
