@@ -369,11 +369,16 @@ def to_responses_input(session: Session) -> list[Any]:
 
 
 def responses_tools(session: Session) -> list[dict[str, Any]]:
-    """The latest request header's tools as Responses function tools (``[]`` when none)."""
+    """The latest request header's tools as Responses function tools (``[]`` when none).
+
+    ``strict`` is False: the SDK type requires the key, and agentlog's schemas are not written to
+    strict mode's rules (every property required, no additional properties).
+    """
     header = session.request_header()
     tools = header.get("tools") if header is not None else None
     return [{"type": "function", "name": tool["name"], "description": tool.get("description", ""),
-             "parameters": thaw(tool.get("parameters") or {"type": "object", "properties": {}})}
+             "parameters": thaw(tool.get("parameters") or {"type": "object", "properties": {}}),
+             "strict": False}
             for tool in tools or ()]
 
 

@@ -64,7 +64,8 @@ def _tools(tools: Any, unmapped: dict[str, int]) -> list[dict[str, Any]] | None:
             _count(unmapped, f"tool of type {kind!r}")
             continue
         for key in sorted(set(tool) - _TOOL_KEYS):
-            _count(unmapped, f"function tool key {key!r}")
+            if key != "strict" or tool[key] is not False:  # the export writes strict: false
+                _count(unmapped, f"function tool key {key!r}")
         description = tool.get("description")
         schemas.append({"name": tool["name"],
                         "description": description if isinstance(description, str) else "",
