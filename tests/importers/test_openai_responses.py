@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentlog import SourceFormatError
+from agentlog import AgentlogError, Session, SourceFormatError
 from agentlog.exporters import export
 from agentlog.importers import SourceFile
 from agentlog.importers.openai_responses import import_openai_responses
@@ -120,6 +120,7 @@ def test_what_the_log_cannot_hold_is_counted() -> None:
     ([{"role": "assistant", "content": None, "tool_calls": []}], "whose content is a JSON NoneType"),
     ([{"role": "assistant", "content": "x", "tool_calls": []}], "keys ['tool_calls']"),
     ([{"content": "no role"}], "item 0 is a message with role None"),
+    ([{"role": ["user"], "content": "x"}], "item 0 is a message with role ['user']"),  # found by fuzzing
     ([{"type": 7}], "item 0 has no item type"),
     ({"input": []}, "no items"),
     ({"messages": []}, "a JSON dict of another shape"),
@@ -135,3 +136,26 @@ def test_terminal_escapes_are_kept_as_data() -> None:
     hostile = "\x1b]0;owned\x07\x1b[2J\u202e"
     items = [{"role": "user", "content": hostile}, {"role": "assistant", "content": hostile}]
     assert exported(orjson.dumps(items))["input"] == items
+
+
+leaves = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=4))
+keys = st.sampled_from(["type", "role", "content", "text", "summary", "call_id", "name", "output"])
+values = st.recursive(leaves, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                      st.dictionaries(keys, inner, max_size=4)), max_leaves=8)
+kinds = st.sampled_from(["message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
+                         "computer_call", "computer_call_output", "web_search_call", "other"])
+loose_items = st.fixed_dictionaries({"type": kinds}, optional={
+    "role": st.sampled_from(["user", "assistant", "developer"]), "content": values, "summary": values,
+    "call_id": st.sampled_from(["a", "b", ""]), "name": values, "arguments": values, "output": values})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(loose_items, values), max_size=6))
+def test_any_json_is_refused_cleanly_or_imported_into_a_log_that_exports(items: list[Any]) -> None:
+    try:
+        (imported,) = import_openai_responses(SourceFile("f.json", orjson.dumps(items)))
+    except AgentlogError:
+        return
+    Session.restore(imported.header.id, [event.to_wire() for event in imported.events], imported.header)
+    for view in ("surface", "log"):
+        export(imported.header, imported.events, "openai-responses", view=view)  # type: ignore[arg-type]

@@ -40,7 +40,7 @@ def _checked_item(source: SourceFile, item: Any, where: str) -> None:
     kind = item.get("type", "message")
     if kind == "message":
         role, content = item.get("role"), item.get("content")
-        if role not in _ROLES:
+        if not isinstance(role, str) or role not in _ROLES:
             raise source.error(f"{where} is a message with role {role!r} (Responses roles: "
                                f"{', '.join(sorted(_ROLES))}); expected {EXPECTED}")
         if not isinstance(content, (str, list)):
