@@ -105,9 +105,9 @@ def check_tool_turn(provider: Provider, session: Session, received: list[Any]) -
     assert sent["input"] == EXPECTED_NEXT_INPUT  # reasoning replayed with its id and encrypted_content
     assert sent["instructions"] == SYSTEM
     assert sent["tools"] == [{"type": "function", "name": "read_file", "description": "Read a file.",
-                              "parameters": PATH_ARG},
+                              "parameters": PATH_ARG, "strict": False},
                              {"type": "function", "name": "list_dir", "description": "List a directory.",
-                              "parameters": PATH_ARG}]
+                              "parameters": PATH_ARG, "strict": False}]
     assert sent["stream"] is True and sent["model"] == "gpt-5"
     final_item = {"id": "msg_T1", "type": "message", "status": "completed", "role": "assistant", "content": [
         {"type": "output_text", "annotations": [], "logprobs": [], "text": FINAL_TEXT}]}

@@ -1,4 +1,4 @@
-"""Every ``openai-chat`` and ``anthropic`` export is a request the provider's own SDK types accept.
+"""Every request-format export (openai-chat, openai-responses, anthropic) is one the SDK types accept.
 
 Property tests over generated sessions (``tests.strategies.conversations``): the request body,
 with a model added, validates against the SDK's TypedDicts (pydantic, extra keys forbidden),
@@ -16,6 +16,7 @@ import orjson
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from hypothesis import HealthCheck, given, settings
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
 from pydantic import ConfigDict, TypeAdapter
 
 from agentlog import Session
@@ -26,6 +27,7 @@ FORBID = ConfigDict(extra="forbid")
 # a list around the body: TypeAdapter takes a config (extra keys forbidden) only for a container
 OPENAI_BODY = TypeAdapter(list[CompletionCreateParamsNonStreaming], config=FORBID)
 ANTHROPIC_BODY = TypeAdapter(list[MessageCreateParamsNonStreaming], config=FORBID)
+RESPONSES_BODY = TypeAdapter(list[ResponseCreateParamsNonStreaming], config=FORBID)
 
 
 def consumed(value: Any) -> Any:
@@ -101,3 +103,26 @@ def test_anthropic_exports_are_valid_requests(session: Session) -> None:
             continue  # nothing to send: the caller adds the next user message
         consumed(ANTHROPIC_BODY.validate_python([{"model": "claude-sonnet-4-5", "max_tokens": 1024, **body}]))
         anthropic_rules(body["messages"])
+
+
+def responses_rules(items: list[dict[str, Any]]) -> None:
+    """Every call has exactly one output after it, and no output comes without its call before it."""
+    pending: set[str] = set()
+    for item in items:
+        kind = item.get("type", "message")
+        if kind.endswith("_call_output"):
+            assert item["call_id"] in pending, (item, pending)
+            pending.remove(item["call_id"])
+        elif kind.endswith("_call") and "call_id" in item:
+            assert item["call_id"] not in pending, f"call {item['call_id']} repeated before its output"
+            pending.add(item["call_id"])
+    assert not pending, f"calls {pending} unanswered"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations())
+def test_openai_responses_exports_are_valid_requests(session: Session) -> None:
+    for view in ("surface", "log"):
+        body = orjson.loads(export(session.header, session.events, "openai-responses", view=view))
+        consumed(RESPONSES_BODY.validate_python([{"model": "gpt-5", **body}]))
+        responses_rules(body["input"])

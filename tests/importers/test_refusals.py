@@ -16,6 +16,7 @@ SAMPLES = {
     "claude-code": FIXTURES / "claude-code" / "small.jsonl",
     "codex": FIXTURES / "codex" / "small.jsonl",
     "openai-chat": FIXTURES / "openai-chat" / "small.json",
+    "openai-responses": FIXTURES / "openai-responses" / "small.json",
     "swe-agent": FIXTURES / "swe-agent" / "small.traj",
     "mini-swe-agent": FIXTURES / "mini-swe-agent" / "small.traj.json",
 }
@@ -23,6 +24,7 @@ EXPECTED = {
     "claude-code": "expected Claude Code JSONL",
     "codex": "expected a Codex CLI rollout",
     "openai-chat": "expected Chat Completions messages",
+    "openai-responses": "expected Responses API items",
     "swe-agent": "expected a SWE-agent trajectory",
     "mini-swe-agent": "expected a mini-swe-agent trajectory",
     "dsh": "expected a DSH session file",

@@ -369,20 +369,28 @@ def to_responses_input(session: Session) -> list[Any]:
 
 
 def responses_tools(session: Session) -> list[dict[str, Any]]:
-    """The latest request header's tools as Responses function tools (``[]`` when none)."""
+    """The latest request header's tools as Responses function tools (``[]`` when none).
+
+    ``strict`` is False: the SDK type requires the key, and agentlog's schemas are not written to
+    strict mode's rules (every property required, no additional properties).
+    """
     header = session.request_header()
     tools = header.get("tools") if header is not None else None
     return [{"type": "function", "name": tool["name"], "description": tool.get("description", ""),
-             "parameters": thaw(tool.get("parameters") or {"type": "object", "properties": {}})}
+             "parameters": thaw(tool.get("parameters") or {"type": "object", "properties": {}}),
+             "strict": False}
             for tool in tools or ()]
 
 
-def responses_request(session: Session) -> dict[str, Any]:
+def responses_request(session: Session,
+                      messages: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """``input`` plus ``instructions`` (the header's system prompt) and ``tools`` when present.
 
-    ``input`` is the whole history: do not combine it with ``previous_response_id``.
+    ``input`` is the whole history (``messages``, by default ``derive_messages()``), every call
+    answered: do not combine it with ``previous_response_id``.
     """
-    body: dict[str, Any] = {"input": to_responses_input(session)}
+    chosen = session.derive_messages() if messages is None else messages
+    body: dict[str, Any] = {"input": messages_to_items(chosen, answer_calls=True)}
     header = session.request_header()
     system = header.get("system") if header is not None else None
     if system:

@@ -61,10 +61,10 @@ def refuse_store_paths(store: Store, header: SessionHeader, output: Path) -> Non
 @click.command(name="export")
 @click.argument("session_id")
 @click.option("--format", "-f", "fmt", required=True, type=click.Choice(list(EXPORTERS)),
-              help="openai-chat or anthropic: a request body; markdown or html: a transcript; "
-                   "jsonl: the whole log as a DSH transcript.")
+              help="openai-chat, openai-responses or anthropic: a request body; markdown or html: a "
+                   "transcript; jsonl: the whole log as a DSH transcript.")
 @click.option("--surface", "view", flag_value="surface", default=None,
-              help="What the model sees now (default for openai-chat and anthropic).")
+              help="What the model sees now (default for the request formats).")
 @click.option("--log", "view", flag_value="log",
               help="The whole human transcript (default for markdown and html).")
 @click.option("--redact", is_flag=True,
@@ -81,6 +81,7 @@ def export_session(state: State, session_id: str, fmt: str, view: View | None, r
 
     \b
     openai-chat  {"messages", "tools"}: chat.completions.create(model=..., **body)
+    openai-responses  {"input", "instructions", "tools"}: responses.create(model=..., **body)
     anthropic    {"system", "messages", "tools"}: messages.create(model=..., max_tokens=..., **body)
     markdown     a readable transcript
     html         one self-contained page (no script, no external asset, strict CSP)

@@ -25,6 +25,7 @@ SUFFIXES: Final = {
     "claude-code": (".jsonl",),
     "dsh": (".jsonl", ".zstd", ".db", ".sqlite", ".sqlite3"),
     "openai-chat": (".json",),
+    "openai-responses": (".json",),
     "codex": (".jsonl",),
     "swe-agent": (".traj",),
     "mini-swe-agent": (".json",),

@@ -16,6 +16,7 @@ from agentlog.exporters.html import html
 from agentlog.exporters.jsonl import jsonl
 from agentlog.exporters.markdown import markdown
 from agentlog.exporters.openai_chat import openai_chat
+from agentlog.exporters.openai_responses import openai_responses
 from agentlog.exporters.source import VIEWS, ExportSource, View
 from agentlog.header import SessionHeader
 
@@ -26,6 +27,7 @@ Exporter = Callable[[ExportSource], bytes]
 EXPORTERS: dict[str, Exporter] = {
     "openai-chat": openai_chat,
     "anthropic": anthropic,
+    "openai-responses": openai_responses,
     "markdown": markdown,
     "html": html,
     "jsonl": jsonl,

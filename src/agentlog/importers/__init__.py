@@ -16,6 +16,7 @@ from agentlog.importers.codex import import_codex
 from agentlog.importers.dsh import import_dsh
 from agentlog.importers.mini_swe_agent import import_mini_swe_agent
 from agentlog.importers.openai_chat import import_openai_chat
+from agentlog.importers.openai_responses import import_openai_responses
 from agentlog.importers.source import SourceFile
 from agentlog.importers.swe_agent import import_swe_agent
 from agentlog.importers.writing import Outcome, save_imported
@@ -29,6 +30,7 @@ IMPORTERS: dict[str, Importer] = {
     "claude-code": import_claude_code,
     "dsh": import_dsh,
     "openai-chat": import_openai_chat,
+    "openai-responses": import_openai_responses,
     "codex": import_codex,
     "swe-agent": import_swe_agent,
     "mini-swe-agent": import_mini_swe_agent,
