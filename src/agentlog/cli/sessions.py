@@ -84,7 +84,7 @@ class _VerifyUsageError(click.UsageError):
 
 
 class _VerifyCommand(click.Command):
-    """``verify`` reserves exit status 2 for "recovered": its usage errors exit 64 (EX_USAGE)."""
+    """``verify`` reserves exit statuses 2 and 3 for "recovered" and "open": usage errors exit 64."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
@@ -96,8 +96,8 @@ class _VerifyCommand(click.Command):
 @click.command(cls=_VerifyCommand)
 @click.argument("session_id")
 @click.option("--json", "as_json", is_flag=True,
-              help='One JSON object: {"id", "status": "ok"|"recovered"|"invalid", "events", '
-                   '"surfaceNodes", "messages", "recovery", "error"}.')
+              help='One JSON object: {"id", "status": "ok"|"recovered"|"open"|"invalid", "events", '
+                   '"surfaceNodes", "messages", "recovery", "writer", "error"}.')
 @click.pass_obj
 @handled
 def verify(state: State, session_id: str, as_json: bool) -> None:
@@ -112,27 +112,37 @@ def verify(state: State, session_id: str, as_json: bool) -> None:
       1  invalid: corrupt, fails validation or the invariants, or not found
       2  readable but recovered: a torn tail is ignored and/or an interrupted
          turn would be closed (load/open commits that repair)
+      3  open: a live process holds the session's writer lock, so its open turn
+         is being recorded, not interrupted (JSONL and SQLite stores on Linux)
       64 usage error
 
-    A turn that another process is still recording looks interrupted here too.
+    Where the writer cannot be told (PostgreSQL, or no /proc/locks), a turn another
+    process is still recording looks interrupted (2).
     """
     try:
-        counts, recovery, where = _verified(state, session_id)
+        counts, recovery, where, writer = _verified(state, session_id)
     except AgentlogError as exc:
         if not as_json:
             raise
         print_json({"id": session_id, "status": "invalid", "events": None, "surfaceNodes": None,
-                    "messages": None, "recovery": None, "error": str(exc)})
+                    "messages": None, "recovery": None, "writer": None, "error": str(exc)})
         sys.exit(1)
+    status, code = ("ok", 0) if recovery is None else ("recovered", 2) if writer is None else ("open", 3)
     if as_json:
-        print_json({"id": session_id, "status": "ok" if recovery is None else "recovered", **counts,
-                    "recovery": None if recovery is None else recovery_json(recovery, where), "error": None})
-        sys.exit(0 if recovery is None else 2)
+        print_json({"id": session_id, "status": status, **counts,
+                    "recovery": None if recovery is None else recovery_json(recovery, where),
+                    "writer": writer, "error": None})
+        sys.exit(code)
     described = (f"{counts['events']} events, {counts['surfaceNodes']} surface nodes, "
                  f"{counts['messages']} model messages")
     if recovery is None:
         console.print(f"[green]ok[/green] {safe(session_id)}: {described}", markup=True)
         return
+    if writer is not None:
+        turn = "" if recovery.turn is None else f"turn {recovery.turn} is being recorded, "
+        console.print(f"[cyan]open[/cyan] {safe(session_id)}: being written by process {writer} "
+                      f"({turn}not interrupted: verify it once the writer closes it)", markup=True)
+        sys.exit(3)
     console.print(f"[yellow]recovered[/yellow] {safe(session_id)}: readable; "
                   "loading it commits the repair below", markup=True)
     for line in recovery_lines(recovery, where):
@@ -141,19 +151,26 @@ def verify(state: State, session_id: str, as_json: bool) -> None:
     sys.exit(2)
 
 
-def _verified(state: State, session_id: str) -> tuple[dict[str, int], Recovery | None, str | None]:
-    """Full validation of a stored session: its counts, what a load would repair, its file."""
+def _verified(state: State, session_id: str
+              ) -> tuple[dict[str, int], Recovery | None, str | None, int | None]:
+    """Full validation of a stored session: its counts, what a load would repair, its file and
+    the pid of a live process writing it (None when none is, or that cannot be told)."""
     from agentlog.invariants import check_invariants
     from agentlog.session import Session
+    from agentlog.store.writer_probe import writer_pid
 
     with state.store(create=False) as store:
         inspection = store.inspect(session_id)
         where = store.locate(inspection.header)
+        try:
+            writer = None if inspection.recovery is None else writer_pid(store, session_id)
+        except OSError:
+            writer = None
     session = Session.restore(session_id, inspection.events, inspection.header)
     check_invariants(list(inspection.events))
     counts = {"events": len(inspection.events), "surfaceNodes": len(session.surface.nodes),
               "messages": len(session.derive_messages())}
-    return counts, inspection.recovery, where
+    return counts, inspection.recovery, where, writer
 
 
 def recovery_json(recovery: Recovery, where: str | None) -> dict[str, Any]:

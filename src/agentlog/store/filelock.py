@@ -18,7 +18,7 @@ from agentlog.errors import PersistenceIOError, SessionLockedError
 from agentlog.store.fs import FileSystem
 from agentlog.store.records import WriterLock
 
-__all__ = ["FileLock", "lock_session_file"]
+__all__ = ["FileLock", "flock_holder", "lock_session_file"]
 
 
 class FileLock(WriterLock):
@@ -81,3 +81,32 @@ def _read_pid(fd: int) -> int | None:
         return int(text) if text else None
     except (OSError, ValueError):
         return None
+
+
+def flock_holder(path: Path, locks: str = "/proc/locks") -> int | None:
+    """The pid holding an ``flock`` on ``path`` per the kernel's lock table, None when none does.
+
+    Only reads: taking even a shared lock would make a writer's ``LOCK_EX|LOCK_NB`` fail.
+    Raises ``OSError`` where the table cannot be read (not Linux): the answer is unknown.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    wanted = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    with open(locks, encoding="ascii", errors="replace") as table:
+        for line in table:
+            fields = line.split()
+            if "->" in fields:  # a waiter, not a holder
+                continue
+            if len(fields) < 6 or fields[1] != "FLOCK":
+                continue
+            where = fields[5].split(":")
+            try:
+                key = (int(where[0], 16), int(where[1], 16), int(where[2]))
+                pid = int(fields[4])
+            except (IndexError, ValueError):
+                continue
+            if key == wanted and pid > 0:
+                return pid
+    return None

@@ -89,6 +89,8 @@ class LiveSession:
 
     def flush(self) -> None:
         """Return once every event appended before this call is durable; raise if it is not."""
+        if self._closed:
+            raise self._closed_error()
         with self._cond:
             self._barriers += 1
             self._deadline = None
@@ -119,6 +121,7 @@ class LiveSession:
         """Flush, stop the writer and release the writer lock (idempotent)."""
         if self._closed:
             return
+        self._refuse_appends()  # before the drain: nothing can slip in behind it
         try:
             self.flush()
         finally:
@@ -133,6 +136,8 @@ class LiveSession:
 
     def abandon(self) -> None:
         """Stop without flushing (what a crash does); queued events are dropped."""
+        if not self._closed:
+            self._refuse_appends()
         self._closed = True
         self._unsubscribe()
         with self._cond:
@@ -222,6 +227,19 @@ class LiveSession:
 
         def refuse(event: Event) -> None:
             raise failure
+
+        self.session.add_validator(refuse)
+
+    def _closed_error(self) -> UsageError:
+        return UsageError("the live session was closed: nothing more can be written to it; "
+                          "reopen the session to go on", session_id=self.id)
+
+    def _refuse_appends(self) -> None:
+        """Veto every later append (a validator costs open sessions nothing; a closed
+        session's queue is never written, so an accepted append would be lost silently)."""
+
+        def refuse(event: Event) -> None:
+            raise self._closed_error()
 
         self.session.add_validator(refuse)
 

@@ -1,0 +1,35 @@
+"""Who is writing a session right now: read the writer lock's holder without taking the lock.
+
+``verify`` uses it to tell a turn another process is recording from a crashed writer's. A
+lock is never taken, not even a shared one: that would make a writer's ``LOCK_EX|LOCK_NB``
+(or ``pg_try_advisory_lock``) fail while we look.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentlog.store.filelock import flock_holder
+
+if TYPE_CHECKING:
+    from agentlog.store.base import Store
+
+__all__ = ["writer_pid"]
+
+
+def writer_pid(store: Store, session_id: str) -> int | None:
+    """The pid of the process holding ``session_id``'s writer lock, None when no process does.
+
+    Raises ``OSError`` when this cannot be told: the backend keeps no lock file we can see
+    (PostgreSQL for now) or the kernel's lock table cannot be read (not Linux).
+    """
+    if session_id in store._live:
+        return os.getpid()
+    lock_path = getattr(store, "_lock_path", None)
+    if lock_path is None:
+        raise OSError(f"the {store.name} store cannot tell another process's writer lock")
+    path = lock_path(session_id)
+    assert isinstance(path, Path)
+    return flock_holder(path)
