@@ -44,20 +44,6 @@ from tests.store.pg_worker import Schema, event_digest, finish, spawn
 HEADER = SessionHeader(id="s1", created_at=1000, cwd="/work/project")
 
 
-@pytest.fixture
-def schema() -> Iterator[Schema]:
-    created = Schema.new()
-    yield created
-    created.drop()
-
-
-@pytest.fixture
-def store(schema: Schema) -> Iterator[PostgresStore]:
-    opened: PostgresStore = schema.store(write_delay_ms=5, pool_min=0, pool_max=4)
-    yield opened
-    opened.close()
-
-
 Spawn = Callable[..., "subprocess.Popen[bytes]"]
 
 

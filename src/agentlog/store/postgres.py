@@ -66,7 +66,7 @@ from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
 from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_follow import afollow, follow
 from agentlog.store.postgres_locks import AdvisoryLocks, application_name
-from agentlog.store.postgres_rows import encode_rows, scan_rows, scan_suffix
+from agentlog.store.postgres_rows import encode_columns, scan_rows, scan_suffix
 from agentlog.store.postgres_schema import Statements, ensure_schema
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
 
@@ -331,30 +331,29 @@ class PostgresStore(Store):
 
     def _insert(self, conn: psycopg.Connection[Any], session_id: str, events: Sequence[Event]) -> None:
         if events:
-            with conn.cursor() as cursor:
-                cursor.executemany(self._sql.insert_row, [(session_id, *row) for row in encode_rows(events)])
+            conn.execute(self._sql.insert_rows, {"id": session_id, **encode_columns(events)})
 
     def _append_batch(self, header: SessionHeader, events: Sequence[Event], *, materialize: bool) -> None:
-        """One transaction (writer lock held): advance the stored next seq or create the row, insert."""
+        """One statement, one round trip (writer lock held): advance the stored next seq, insert, notify.
+
+        The insert runs only when the expected-seq check matched, so a refused or failed batch
+        changes nothing. A new session's first batch creates its row in the same transaction.
+        """
         self._ready()
         sid, first, end = header.id, events[0].seq, events[-1].seq + 1
-        rows = [(sid, *row) for row in encode_rows(events)]
         incarnation = uuid.uuid4() if materialize else self._incarnations.get(sid)
+        params = {"id": sid, **encode_columns(events), "first": first, "end": end,
+                  "channel": self.channel(sid), "incarnation": incarnation}
         with translate(sid, self.where), self._pool.connection() as conn:
             try:
-                with conn.transaction():
-                    with conn.pipeline():
-                        if materialize:
-                            advanced = None
-                            conn.execute(self._sql.insert_session,
-                                         (*_header_values(header), None, 0, end, incarnation, 1))
-                        else:
-                            advanced = conn.execute(self._sql.advance, (end, sid, first, incarnation))
-                        with conn.cursor() as cursor:
-                            cursor.executemany(self._sql.insert_row, rows)
+                if materialize:
+                    with conn.pipeline(), conn.transaction():
+                        conn.execute(self._sql.insert_session,
+                                     (*_header_values(header), None, 0, end, incarnation, 1))
+                        conn.execute(self._sql.insert_rows, params)
                         conn.execute(_NOTIFY, (self.channel(sid), str(end)))
-                    if advanced is not None and advanced.fetchone() is None:
-                        raise _Mismatch()
+                elif conn.execute(self._sql.append, params).fetchone() is None:
+                    raise _Mismatch()
             except (_Mismatch, psycopg.errors.UniqueViolation) as exc:
                 if isinstance(exc, psycopg.errors.UniqueViolation) and materialize:
                     raise

@@ -28,6 +28,7 @@ __all__ = [
     "Row",
     "RowScan",
     "decode_physical_row",
+    "encode_columns",
     "encode_rows",
     "scan_rows",
     "scan_suffix",
@@ -80,6 +81,21 @@ def encode_rows(events: Sequence[Event]) -> list[Row]:
             append((row["seq0"], row["type"], row["time0"], *_body(orjson.dumps(row["data"]), compressor),
                     None, None, None, False))
     return rows
+
+
+def encode_columns(events: Sequence[Event]) -> dict[str, list[Any]]:
+    """The batch's rows as one list per column (``seqs`` as array literals): the insert's parameters."""
+    rows = encode_rows(events)
+    columns: dict[str, list[Any]] = {
+        name: list(values) for name, values in zip(_PARAMS, zip(*rows, strict=True), strict=True)
+    } if rows else {name: [] for name in _PARAMS}
+    columns["seqs"] = [None if seqs is None else "{" + ",".join(map(str, seqs)) + "}"
+                       for seqs in columns["seqs"]]
+    return columns
+
+
+_PARAMS: Final = ("seq", "type", "time", "data", "data_zstd", "seqs", "surface_op", "op_first", "ignorable")
+"""The parameter names of ``encode_columns`` (``ROW_COLUMNS`` with provenance as ``seqs``)."""
 
 
 def _row_json(row: Sequence[Any], limit: int | None) -> bytes | str:

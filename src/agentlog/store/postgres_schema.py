@@ -82,6 +82,14 @@ _SESSION_COLUMNS: Final = (
 )
 _ROW_COLUMNS: Final = ", ".join(ROW_COLUMNS)
 
+_UNNEST: Final = (
+    "SELECT %(id)s, u.seq, u.type, u.time, u.data, u.data_zstd, u.seqs::bigint[], u.surface_op, u.op_first, "
+    "u.ignorable FROM unnest(%(seq)b::bigint[], %(type)b::text[], %(time)b::bigint[], %(data)b::text[], "
+    "%(data_zstd)b::bytea[], %(seqs)b::text[], %(surface_op)b::text[], %(op_first)b::boolean[], "
+    "%(ignorable)b::boolean[]) AS u(seq, type, time, data, data_zstd, seqs, surface_op, op_first, ignorable)"
+)
+"""A batch of rows as one array parameter per column (binary): one statement whatever its size."""
+
 _TEMPLATES: Final = {
     "meta": "SELECT schema_version, store_id FROM {schema}.meta",
     "session": f"SELECT {_SESSION_COLUMNS} FROM {{schema}}.sessions WHERE id = %s",
@@ -89,10 +97,12 @@ _TEMPLATES: Final = {
     "exists": "SELECT 1 FROM {schema}.sessions WHERE id = %s",
     "insert_session": f"INSERT INTO {{schema}}.sessions ({_SESSION_COLUMNS}) "
                       "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-    "advance": "UPDATE {schema}.sessions SET next_seq = %s, revision = revision + 1 "
-               "WHERE id = %s AND next_seq = %s AND incarnation = %s RETURNING revision",
-    "insert_row": f"INSERT INTO {{schema}}.events (session_id, {_ROW_COLUMNS}) "
-                  "VALUES (%s, %s, %s, %s, %s, %s, %s::bigint[], %s, %s, %s)",
+    "insert_rows": f"INSERT INTO {{schema}}.events (session_id, {_ROW_COLUMNS}) {_UNNEST}",
+    "append": "WITH advanced AS (UPDATE {schema}.sessions SET next_seq = %(end)s, revision = revision + 1 "
+              "WHERE id = %(id)s AND next_seq = %(first)s AND incarnation = %(incarnation)s RETURNING 1), "
+              f"inserted AS (INSERT INTO {{schema}}.events (session_id, {_ROW_COLUMNS}) {_UNNEST} "
+              "WHERE EXISTS (SELECT FROM advanced)) "
+              "SELECT pg_notify(%(channel)s, %(end)s::text) FROM advanced",
     "rows": f"SELECT {_ROW_COLUMNS} FROM {{schema}}.events "
             "WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq",
     "rows_from": f"SELECT {_ROW_COLUMNS} FROM {{schema}}.events "
@@ -122,8 +132,8 @@ class Statements:
         self.sessions = rendered["sessions"]
         self.exists = rendered["exists"]
         self.insert_session = rendered["insert_session"]
-        self.advance = rendered["advance"]
-        self.insert_row = rendered["insert_row"]
+        self.insert_rows = rendered["insert_rows"]
+        self.append = rendered["append"]
         self.rows = rendered["rows"]
         self.rows_from = rendered["rows_from"]
         self.session_for_update = rendered["session_for_update"]
