@@ -1,7 +1,7 @@
 """The viewer in a real browser (Debian's chromium driven by Playwright): what a person sees.
 
 Every page is loaded against real stores (the demo's sessions, a SIGKILLed recorder, a fork, a
-compaction, hostile content); a writer subprocess appends while a page is open; hostile strings
+compaction, hostile content, an imported Claude Code transcript); a writer subprocess appends while a page is open; hostile strings
 must show as text while a page-level flag and a dialog listener prove that nothing ran.
 Screenshots go to ``$AGENTLOG_SCREENSHOTS`` when set (``scripts/screenshots.sh``), else to tmp.
 """
@@ -266,3 +266,24 @@ def test_the_demo_store_shows_its_repaired_crash_and_its_fork(page: Any, tmp_pat
         assert f"at seq {report.fork_boundary + 1}" in page.inner_text(".tree li.this")
         assert "Instead of coverage, just list the test files." in page.inner_text("#transcript")
         assert page.errors == []
+
+
+def test_an_imported_claude_code_transcript_shows_claudes_compaction(page: Any, tmp_path: Path,
+                                                                      shared_data: Path) -> None:
+    """A real transcript brought in by ``agentlog import claude-code``: its compaction is bracketed."""
+    from agentlog.importers import IMPORTERS, SourceFile, save_imported
+
+    path = next((shared_data / "transcripts/claude-code/marot__spotter").rglob("4d5611e5-*.jsonl"))
+    (imported,) = IMPORTERS["claude-code"](SourceFile(str(path), path.read_bytes()))
+    url = f"jsonl://{tmp_path / 'imported'}"
+    with open_store(url) as store:
+        assert save_imported(store, imported) == "imported"
+    with open_store(url, create=False) as store, serving(store) as base:
+        page.goto(base + "/")
+        expect(page.locator("tr.session-row")).to_have_count(1)
+        page.click(f"td.id a >> text='{imported.header.id}'")
+        bracket = page.locator("aside.compaction")
+        assert bracket.count() == 1
+        assert f"shadowed: seq 1{DASH}325" in bracket.inner_text()
+        assert "compaction checkpoint" in page.inner_text("#surface")
+        assert page.errors == [] and page.dialogs == []
