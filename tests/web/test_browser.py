@@ -1,8 +1,9 @@
 """The viewer in a real browser (Debian's chromium driven by Playwright): what a person sees.
 
 Every page is loaded against real stores (the demo's sessions, a SIGKILLed recorder, a fork, a
-compaction, hostile content, an imported Claude Code transcript); a writer subprocess appends while a page is open; hostile strings
-must show as text while a page-level flag and a dialog listener prove that nothing ran.
+compaction, hostile content, an imported Claude Code transcript); a writer subprocess appends
+while a page is open; hostile strings must show as text while a page-level flag and a dialog
+listener prove that nothing ran.
 Screenshots go to ``$AGENTLOG_SCREENSHOTS`` when set (``scripts/screenshots.sh``), else to tmp.
 """
 
