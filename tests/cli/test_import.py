@@ -209,3 +209,16 @@ def test_a_value_the_log_cannot_hold_is_refused_naming_the_file(tmp_path: Path) 
     assert 'session "h", assistant/message, seq 4' in result.stderr
     assert "data.usage.inputTokens" in result.stderr
     assert not (tmp_path / "store").exists() or not any((tmp_path / "store").rglob("session.jsonl*"))
+
+
+def test_the_summary_table_never_wraps_a_session_id_in_a_narrow_terminal(tmp_path: Path) -> None:
+    source = tmp_path / "chat.json"
+    source.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]))
+    store = f"jsonl://{tmp_path / 'store'}"
+    result = CliRunner().invoke(cli, ["--store", store, "import", "openai-chat", str(source)],
+                                catch_exceptions=False, env={"COLUMNS": "40"})
+    assert result.exit_code == 0, result.output
+    (session_id,) = (line.split()[1] for line in result.output.splitlines() if "imported" in line)
+    assert session_id.startswith("openai-chat-") and len(session_id) > 20
+    with open_store(store, create=False) as opened:
+        assert [snapshot.header.id for snapshot in opened.listing().snapshots] == [session_id]

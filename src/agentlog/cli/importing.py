@@ -11,11 +11,11 @@ from typing import Any, Final
 
 import click
 import orjson
+from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
 from agentlog.cli.app import State, handled
-from agentlog.cli.render import console, errors, visible
+from agentlog.cli.render import columns, console, errors, visible
 from agentlog.errors import AgentlogError, UsageError
 from agentlog.importers import IMPORTERS, Imported, SourceFile, save_imported
 from agentlog.importers.claude_code import companions
@@ -89,18 +89,17 @@ def _rows(fmt: str, files: list[Path], store: Store, session_id: str | None,
             yield {"file": str(path), "error": detail if str(path) in detail else f"{path}: {detail}"}
 
 
-def _table(rows: list[dict[str, Any]]) -> Table:
-    table = Table()
-    for column in ("file", "session", "events", "turns", "not mapped", "outcome"):
-        table.add_column(column, overflow="fold")
+def _print_table(rows: list[dict[str, Any]], to: Console) -> None:
+    """The summary as plain aligned columns (``render.columns``): session ids are never wrapped."""
+    cells = []
     for row in rows:
         if "error" in row:
-            table.add_row(visible(Path(row["file"]).name), "", "", "", "", "error (below)")
+            cells.append((Path(row["file"]).name, "", "", "", "", "error (below)"))
             continue
-        unmapped = "; ".join(f"{visible(kind)}: {count}" for kind, count in row["unmapped"].items())
-        table.add_row(visible(Path(row["file"]).name), visible(row["session"]), str(row["events"]),
-                      str(row["turns"]), unmapped or "-", row["outcome"])
-    return table
+        unmapped = "; ".join(f"{kind}: {count}" for kind, count in row["unmapped"].items())
+        cells.append((Path(row["file"]).name, row["session"], str(row["events"]), str(row["turns"]),
+                      unmapped or "-", row["outcome"]))
+    columns(("file", "session", "events", "turns", "not mapped", "outcome"), cells, to=to)
 
 
 @click.command(name="import", epilog=f"FORMAT: {', '.join(IMPORTERS)}.")
@@ -140,7 +139,7 @@ def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id:
         for row in rows:
             sys.stdout.write(orjson.dumps(row).decode() + "\n")
     else:
-        console.print(_table(rows))
+        _print_table(rows, console)
         skipped = sum(1 for row in rows if row.get("outcome") == "skipped")
         if skipped:
             console.print(f"{skipped} session{'s' if skipped > 1 else ''} already in the store, "

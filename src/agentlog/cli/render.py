@@ -57,12 +57,13 @@ def unreadable_json(bad: Unreadable) -> dict[str, Any]:
     return {"id": bad.session_id, "where": bad.where, "error": str(bad.error)}
 
 
-def columns(head: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+def columns(head: Sequence[str], rows: Iterable[Sequence[str]], *, to: Console | None = None) -> None:
     """An aligned plain table whose cells are never wrapped or cut: ids and paths are copied from it."""
+    out = to or console
     table = [list(head), *([visible(cell) for cell in row] for row in rows)]
     widths = [max(cell_len(row[index]) for row in table) for index in range(len(head))]
     for row in table:
-        console.print("  ".join(cell + " " * (widths[index] - cell_len(cell))
+        out.print("  ".join(cell + " " * (widths[index] - cell_len(cell))
                                 for index, cell in enumerate(row)).rstrip())
 
 
