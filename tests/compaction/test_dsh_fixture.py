@@ -10,11 +10,12 @@ import pytest
 
 from agentlog import Session, thaw
 from agentlog.bench.workload import workload_events
-from agentlog.compaction.engine import Compactor, _Plan
+from agentlog.compaction.engine import Compactor
 from agentlog.compaction.events import CHECKPOINT_CLOSE, CHECKPOINT_OPEN, is_checkpoint
 from agentlog.compaction.invariants import check_compaction_invariants
 from agentlog.compaction.lock import scan_lock
 from agentlog.compaction.tokens import TokenMeter
+from agentlog.compaction.transaction import Plan
 from agentlog.invariants import check_invariants
 from tests.compaction.helpers import FixedSummarizer, run
 
@@ -51,7 +52,7 @@ def test_the_engine_reproduces_dsh_compaction_event_shapes(dsh_fixtures: Path) -
         max_tokens=4096,
         usage={"inputTokens": 9000, "outputTokens": 180},
     )
-    result = run(Compactor(summarizer)._transact(_Plan(session, 2, 360, True)))
+    result = run(Compactor(summarizer)._transact(Plan(session, 2, 360, True)))
     ours = [thaw(event.to_wire()) for event in session.events[result.start_seq :]]
     theirs = wires[906:910]
     assert [event["type"] for event in ours] == [event["type"] for event in theirs]
