@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from agentlog.bench.fidelity import CANDIDATES, evaluate, fidelity_markdown, load_compactions, transcript_text
+from agentlog.bench.fidelity_cuts import load_cut_session
 from agentlog.bench.probes import (
     PROBE_CATEGORIES,
     Probe,
@@ -39,6 +40,14 @@ PROBE_SETS_SHA256 = {
     "ae4a1257-cf8e-47b3-8c80-d7991e4495dd":
         "c7d17d00638e0bc25d59787df832876c06df4e09bcb288a09b804cc6389e7a5f",
     "session-624a4a58": "db0aeae0157d1f12bc3421a02808e32ccbb834bed49ed0fb0f3a45a2d17296c4",
+    # cut: real sessions with no compaction of their own (Codex, Claude Code; projects not used
+    # above), cut where the context crossed 48k tokens; written before any summary of them was made
+    "01997e76-d124-7592-9cac-2ec05abbca08":
+        "0c07ee7c7d291f98c53bccf902d57b71c47f112531208f1568c3e1cc699098b7",
+    "01998190-fba6-7f40-9309-dc4e48c5844a":
+        "410b39b77827b35d5dd3048f3b36d51a6e8c043cb6f376ccb93cf14e289981df",
+    "c7d3d95c-57f0-4359-8f4b-926a9bef5a3f":
+        "f5387cab29d8e234263d6a0cc5369c7e8836b5ba201af7b8c92e4e01c5dd89f7",
 }
 """Changing a probe changes its set's hash: the probes were written from the history alone before
 any summary of that session was read, and must not be tuned to a summarizer afterwards. Update a
@@ -52,12 +61,15 @@ def test_every_probe_set_is_frozen_by_its_hash() -> None:
 
 def test_every_session_has_probes_in_every_category() -> None:
     sets = load_probe_sets()
-    assert [s.group for s in sets] == ["spotter"] * 5 + ["held-out"] * 3
+    assert [s.group for s in sets] == ["spotter"] * 5 + ["held-out"] * 3 + ["cut"] * 3
     for probe_set in sets:
         categories = {p.category for p in probe_set.probes}
         assert categories == set(PROBE_CATEGORIES), probe_set.session
         assert probe_set.file.endswith(".jsonl")
-    assert sum(len(s.probes) for s in sets) == 247
+        assert 26 <= len(probe_set.probes) <= 38, probe_set.session
+        if probe_set.group == "cut":
+            assert probe_set.before_line is not None and probe_set.budget()[0] <= 14_000
+    assert sum(len(s.probes) for s in sets) == 341
 
 
 def probe(*groups: tuple[str, ...]) -> Probe:
@@ -130,3 +142,34 @@ def test_the_evaluation_on_the_real_compactions(shared_data: Path) -> None:
 def test_a_probe_set_whose_transcript_is_missing_is_named(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"transcript of probe set 258c7280-.* not found"):
         load_compactions(tmp_path, load_probe_sets()[:1])
+
+
+def test_a_cut_set_is_scored_at_its_own_budget_without_a_claude_row(shared_data: Path) -> None:
+    sets = [s for s in load_probe_sets() if s.group == "cut"]
+    compactions = load_compactions(shared_data, sets)
+    assert [c.session_id for c in compactions] == [s.session for s in sets]
+    first = compactions[0]
+    assert first.summary == "" and first.trigger == "cut"
+    text = transcript_text(first.messages)
+    assert text.startswith("user: <environment_context>")
+    assert text.rstrip().endswith("hooks/useUpdateTeamMember.ts")  # the last result before the cut line
+    rows = evaluate(compactions[:1], sets, Pricer().text, CANDIDATES[:1])
+    assert {r.candidate for r in rows} == {"agentlog extractive"}
+    chars, tokens = sets[0].budget()
+    by = {r.size: r for r in rows}
+    assert 0 < by["chars"].chars <= chars and 0 < by["tokens"].tokens <= tokens
+
+
+def test_a_cut_set_needs_its_budget_and_a_known_format(tmp_path: Path) -> None:
+    probe = {"id": "c1", "category": "paths", "all": [["x"]]}
+    unsized = {"sessions": [{"session": "s1", "before_line": 3, "probes": [probe]}]}
+    with pytest.raises(ValueError, match=r"probe set s1: a cut set needs budget_chars"):
+        load_probe_sets(orjson.dumps(unsized))
+    negative = {"sessions": [{"session": "s1", "before_line": -3, "probes": [probe]}]}
+    with pytest.raises(ValueError, match=r"probe set s1: 'before_line' must be a positive integer"):
+        load_probe_sets(orjson.dumps(negative))
+    (tmp_path / "t.jsonl").write_bytes(b"{}\n{}\n")
+    with pytest.raises(ValueError, match=r"unknown cut format 'aider'"):
+        load_cut_session(tmp_path / "t.jsonl", "aider", 2)
+    with pytest.raises(ValueError, match=r"before_line 9 outside 2..3"):
+        load_cut_session(tmp_path / "t.jsonl", "codex", 9)

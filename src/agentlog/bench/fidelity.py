@@ -1,7 +1,8 @@
 """The ``fidelity`` suite: what a successor can still recover after a real compaction.
 
 For each real Claude Code compaction in ``../shared/data`` (five spotter sessions, three
-held-out ones from other projects), the hand-written probes of ``bench/data/fidelity_probes.json``
+held-out ones from other projects) and each real session cut where its context crossed a threshold
+(``cut`` sets, sized by their own budget), the hand-written probes of ``bench/data/fidelity_probes.json``
 are looked up in Claude's own summary, in agentlog's summaries and in two baselines (the first and
 the last N characters of the history), every candidate at the size of Claude's summary: once at equal
 characters and once at equal tokens (the project's token meter; DeepSeek's exact tokenizer when
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from agentlog.bench.fidelity_cuts import load_cut_session
 from agentlog.bench.probes import PROBE_CATEGORIES, ProbeScore, ProbeSet, load_probe_sets, probe_digest, score
 from agentlog.bench.runner import Comparison, Context, Figure, Stat, Suite, Target
 from agentlog.compaction.config import PrunerConfig
@@ -156,10 +158,15 @@ def evaluate(compactions: Sequence[ClaudeCompaction], probe_sets: Sequence[Probe
     by_session = {p.session: p for p in probe_sets}
     rows: list[Scored] = []
     for compaction in compactions:
-        probes = by_session[compaction.session_id].probes
+        probe_set = by_session[compaction.session_id]
+        probes = probe_set.probes
         claude = compaction.summary
-        chars, tokens = len(claude), count(claude)
-        rows.append(Scored(compaction.session_id, "Claude", "claude", chars, tokens, score(probes, claude)))
+        if probe_set.before_line is not None:  # a cut session: no summary, the set's own budget
+            chars, tokens = probe_set.budget()
+        else:
+            chars, tokens = len(claude), count(claude)
+            rows.append(Scored(compaction.session_id, "Claude", "claude", chars, tokens,
+                               score(probes, claude)))
         for candidate in candidates:
             text = candidate.summarize(compaction.messages, chars)
             rows.append(Scored(compaction.session_id, candidate.name, "chars", len(text), count(text),
@@ -224,6 +231,8 @@ def policy_rows(compactions: Sequence[ClaudeCompaction], probe_sets: Sequence[Pr
     by_session = {p.session: p for p in probe_sets}
     rows: list[PolicyRow] = []
     for compaction in compactions:
+        if by_session[compaction.session_id].before_line is not None:
+            continue  # a cut session has no Claude summary to compare
         probes = by_session[compaction.session_id].probes
         budget = len(compaction.summary)
         texts = (transcript_text(compaction.messages), transcript_text(pruned_messages(compaction.messages)),
@@ -247,14 +256,17 @@ def policy_markdown(rows: Sequence[PolicyRow]) -> str:
 
 
 def load_compactions(data: Path, probe_sets: Sequence[ProbeSet]) -> list[ClaudeCompaction]:
-    """The compaction of every probe set, read from ``data`` (``../shared/data``); a missing
-    transcript is a FileNotFoundError naming it."""
+    """The compaction of every probe set, read from ``data`` (``../shared/data``): a Claude Code
+    compact boundary, or a ``cut`` set's lines; a missing transcript is a FileNotFoundError naming it."""
     compactions: list[ClaudeCompaction] = []
     for probe_set in probe_sets:
         path = data / probe_set.file
         if not path.is_file():
             raise FileNotFoundError(f"transcript of probe set {probe_set.session} not found: {path}")
-        compaction = load_claude_code_compaction(path)
+        if probe_set.before_line is not None:
+            compaction = load_cut_session(path, probe_set.format, probe_set.before_line)
+        else:
+            compaction = load_claude_code_compaction(path)
         if compaction.session_id != probe_set.session:
             raise ValueError(f"{path}: session {compaction.session_id}, but the probe set is for "
                              f"{probe_set.session}")

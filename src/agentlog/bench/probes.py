@@ -62,7 +62,21 @@ class ProbeSet:
     file: str = ""
     """The session's transcript, relative to ``../shared/data``."""
     group: str = ""
-    """``spotter`` (written before the summarizer was rebuilt) or ``held-out`` (after; not tuned on)."""
+    """``spotter`` (written before the summarizer was rebuilt), ``held-out`` (after) or ``cut``."""
+    format: str = "claude-code"
+    """The transcript's format (``claude-code`` or ``codex``)."""
+    before_line: int | None = None
+    """A ``cut`` set: the history is the transcript's lines before this one (else its compact boundary)."""
+    budget_chars: int | None = None
+    """A ``cut`` set's budget in characters (no Claude summary to take the size from)."""
+    budget_tokens: int | None = None
+    """A ``cut`` set's budget in tokens."""
+
+    def budget(self) -> tuple[int, int]:
+        """A ``cut`` set's (characters, tokens) budget."""
+        if self.budget_chars is None or self.budget_tokens is None:
+            raise ValueError(f"probe set {self.session}: a cut set needs budget_chars and budget_tokens")
+        return self.budget_chars, self.budget_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +127,20 @@ def load_probe_sets(data: bytes | None = None) -> tuple[ProbeSet, ...]:
         ids = [p.id for p in probes]
         if len(set(ids)) != len(ids):
             raise ValueError(f"probe set {session}: duplicate probe ids")
-        sets.append(ProbeSet(session, probes, str(raw.get("file", "")), str(raw.get("group", ""))))
+        probe_set = ProbeSet(session, probes, str(raw.get("file", "")), str(raw.get("group", "")),
+                             str(raw.get("format", "claude-code")), _count(raw, "before_line", session),
+                             _count(raw, "budget_chars", session), _count(raw, "budget_tokens", session))
+        if probe_set.before_line is not None:
+            probe_set.budget()
+        sets.append(probe_set)
     return tuple(sets)
+
+
+def _count(raw: Mapping[str, Any], key: str, session: str) -> int | None:
+    value = raw.get(key)
+    if value is not None and (type(value) is not int or value < 1):
+        raise ValueError(f"probe set {session}: {key!r} must be a positive integer, got {value!r}")
+    return value
 
 
 def probe_set_digests(data: bytes | None = None) -> dict[str, str]:
