@@ -136,7 +136,8 @@ def test_extractive_lists_open_items_of_the_latest_todo_list() -> None:
     pending = out[out.index("## Pending Jobs"):out.index("## Current Work")]
     assert "Document the backoff in README.md" in pending
     assert "Add a test for POST" in pending
-    assert "Add retry loop" not in pending
+    assert "[ ] Add retry loop" not in pending
+    assert pending.index("[done] Add retry loop") > pending.index("Add a test for POST")  # demoted, kept
     next_step = out[out.index("## Next Step"):out.index("## Critical Context")]
     assert "Document the backoff in README.md" in next_step
 

@@ -206,7 +206,7 @@ def fidelity_markdown(rows: Sequence[Scored]) -> str:
             "|---|" + "---:|" * len(sessions)]
     for label, group in _groups(rows):
         by = {r.session: r for r in group}
-        cells = [f"{100 * by[s].score.recall():.0f}%" for s in sessions]
+        cells = [f"{100 * by[s].score.recall():.0f}%" if s in by else "-" for s in sessions]
         out.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Commit", "Issue", "Tracker", "change_notes", "commits", "issue_bodies", "spec_lines"]
+__all__ = [
+    "Commit", "Issue", "Tracker", "added_lines", "change_notes", "commits", "issue_bodies", "spec_lines",
+]
 
 _COMMIT = re.compile(r"^\[([\w./@+-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+?)\s*$", re.MULTILINE)
 _ID = r"([A-Za-z][\w]*-[\w]+(?:\.\d+)*)"
@@ -40,9 +42,15 @@ _INTRODUCED = re.compile(
     r"|\b(?:live|get|post|put|patch|delete|scope|forward)\(?\s*\"(/[^\"]*)\""
     r"|handle_event\(\s*\"([\w:-]+)\""
     r"|^\s*(?:attribute|has_many|belongs_to|has_one|update|create|read|destroy)\s+:(\w+)"
-    r"|^\s*(?:describe|test)\s+\"([^\"]{3,60})\"",
+    r"|^\s*(?:describe|test)\s+\"([^\"]{3,60})\""
+    r"|^\s*(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?(?:fn|struct|enum|trait|mod)\s+(?!tests?\b|test_)(\w+)"
+    r"|^\s{0,8}(\w+)\s*:\s*(?:async\s+)?(?:\([^()]*\)|\w+)\s*=>"
+    r"|^\s*(?:export\s+)?(?:interface|type|enum)\s+(\w+)\b(?:<[^>]*>)?\s*[={]"
+    r"|^func\s+(?:\([^)]*\)\s*)?(\w+)",
     re.MULTILINE,
 )
+_SMALL_EDIT = 600
+"""An edit this short that introduces no name is noted by the lines it adds (settings, recipes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,3 +216,18 @@ def change_notes(args: dict[str, Any], limit: int = 8) -> list[str]:
             if len(names) >= limit:
                 return list(names)
     return list(names)
+
+
+def added_lines(args: dict[str, Any], limit: int = 4) -> list[str]:
+    """The lines a short edit adds when it introduces no name (``missing_docs = "warn"``): its
+    non-comment lines that are not bare labels, for config files and recipes."""
+    old = args.get("old_string", args.get("old_str"))
+    before = set(old.splitlines()) if isinstance(old, str) else set()
+    for key in ("new_string", "content", "new_str", "file_text"):
+        value = args.get(key)
+        if isinstance(value, str) and value.strip() and len(value) <= _SMALL_EDIT:
+            lines = [line.strip() for line in value.splitlines() if line not in before]
+            kept = [line for line in lines if line and len(line) <= 100
+                    and not line.startswith(("#", "//", "--")) and not re.fullmatch(r"[\w.\[\]-]+:", line)]
+            return kept[:limit]
+    return []

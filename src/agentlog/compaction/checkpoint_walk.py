@@ -11,7 +11,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentlog.compaction.checkpoint_facts import Commit, Issue, Tracker, change_notes, commits
+from agentlog.compaction.checkpoint_facts import Commit, Issue, Tracker, added_lines, change_notes, commits
+from agentlog.compaction.checkpoint_shell import (
+    branch_of,
+    json_fields,
+    patched_files,
+    read_file_path,
+    removed_files,
+    resolve,
+    search_hits,
+)
 from agentlog.compaction.fidelity import constraint_sentences, result_lines
 from agentlog.compaction.reading import (
     NOTICE_PREFIXES,
@@ -44,6 +53,8 @@ _PLAN_DOC = re.compile(
 _LISTING_PREFIX = re.compile(r"^\s*\d+(?:→|\t)")
 _TASK_CREATED = re.compile(r"Task #(\w+) created")
 _ANALYSIS_CHARS = 400
+_VERDICT = re.compile(r"\b(?:fail(?:s|ed|ing|ure)?|broken|regression|passes|passing)\b", re.IGNORECASE)
+_COVERAGE = re.compile(r"^TOTAL\b.*\d%.*$", re.MULTILINE)
 _WRITE_TOOL = re.compile(r"edit|write|patch|replace|create|insert|apply", re.IGNORECASE)
 
 
@@ -86,6 +97,11 @@ class TestRun:
         return f"{where}`{self.outcome}`"
 
 
+def _coverage(text: str) -> list[str]:
+    """A coverage report's total line (``TOTAL 346 1 99.71% ...``), whitespace collapsed."""
+    return [re.sub(r"\s+", " ", m.group(0)).strip() for m in _COVERAGE.finditer(text)][-1:]
+
+
 def relative(path: str, root: str | None) -> str:
     """``path`` relative to the project root when it lies under it."""
     return path[len(root) + 1:] if root and path.startswith(root + "/") else path
@@ -113,6 +129,8 @@ class _Call:
     name: str
     command: str | None
     args: dict[str, Any]
+    read: str | None = None
+    """The file a read-only call prints (a ``Read`` tool, ``sed -n``/``cat`` in a shell)."""
 
 
 class Walk:
@@ -141,6 +159,18 @@ class Walk:
         """What delegated agents (``Task``) reported: their task, then the first lines of the report."""
         self.analyses: list[str] = []
         """The assistant's longer notes (findings, designs), oldest first."""
+        self.file_defines: dict[str, list[str]] = {}
+        """What the files the agent read define (functions, types, classes), by path."""
+        self.branch: str | None = None
+        """The git branch the latest ``git status`` or branch creation named."""
+        self.searches: list[tuple[str, list[str]]] = []
+        """Search commands and the files they found."""
+        self.ran: dict[str, None] = {}
+        """Commands that were neither searches, reads nor patches (``cargo init --lib``), in order."""
+        self.reported: list[str] = []
+        """What commands printed as JSON (``erk exec setup-impl`` reported: plan_number=8156)."""
+        self.workdirs: dict[str, int] = {}
+        """How often each working directory was given to a call (the most frequent is the project's)."""
         self._calls: dict[str, _Call] = {}
         self._open: list[ErrorFix] = []
 
@@ -185,7 +215,15 @@ class Walk:
 
     def _call(self, call_id: str, name: str, args: dict[str, Any]) -> None:
         command = command_text(args)
-        self._calls[call_id] = _Call(name, command, args)
+        workdir = args.get("workdir") if isinstance(args.get("workdir"), str) else None
+        if workdir is not None:
+            self.workdirs[workdir] = self.workdirs.get(workdir, 0) + 1
+        call = self._calls[call_id] = _Call(name, command, args)
+        reason = args.get("justification")
+        if isinstance(reason, str) and 20 <= len(reason.strip()) <= 300:
+            self.decisions.append(reason.strip())  # why the agent asked to run it (an escalation)
+        if command is not None:
+            self._shell(call, command, workdir)
         if name == "TaskUpdate" and isinstance(args.get("taskId"), (str, int)):
             task_id = str(args["taskId"])
             task = self.tasks.setdefault(task_id, Issue(task_id, order=len(self.tasks)))
@@ -202,11 +240,39 @@ class Walk:
             return
         if command is None:
             self.recent_calls.append(f"{name} {path}")
-        tools = self.file_tools.setdefault(path, [])
-        if name not in tools:
-            tools.append(name)
+        self._touch(path, name)
         if _WRITE_TOOL.search(name):
             self._edit(path, args)
+        elif name.lower() in ("read", "view", "open"):
+            call.read = path
+
+    def _shell(self, call: _Call, command: str, workdir: str | None) -> None:
+        """A command's patches (edits), the file it prints (a read), or else a command it ran."""
+        patches = patched_files(command)
+        for patched in patches:
+            target = resolve(patched.path, workdir)
+            self._touch(target, f"patch {patched.action}")
+            self._edit(target, {"content": patched.added})
+        viewed = read_file_path(command)
+        if viewed is not None:
+            call.read = resolve(viewed, workdir)
+            self._touch(call.read, "read")
+        elif not patches and not _EXPLORING.match(command):
+            self.ran.setdefault(_short(command), None)
+        for removed in removed_files(command):
+            target = resolve(removed, workdir)
+            self._touch(target, "deleted")
+            self.file_notes.setdefault(target, [])
+
+    @property
+    def workdir(self) -> str | None:
+        """The working directory most calls gave (the project root of a Codex session)."""
+        return max(self.workdirs, key=lambda w: self.workdirs[w]) if self.workdirs else None
+
+    def _touch(self, path: str, tool: str) -> None:
+        tools = self.file_tools.setdefault(path, [])
+        if tool not in tools:
+            tools.append(tool)
 
     def _delegation(self, call: _Call, text: str) -> None:
         if call.name.lower() not in ("task", "agent", "subagent", "delegate"):
@@ -214,6 +280,9 @@ class Walk:
         description = call.args.get("description")
         lines = [line.strip() for line in text.splitlines()
                  if line.strip() and not line.lstrip().startswith(("<", "agentId:"))][:3]
+        errors, outcomes = result_lines(text, is_error=False)
+        verdicts = [line.strip() for line in text.splitlines() if _VERDICT.search(line)]
+        lines += [line for line in dict.fromkeys(outcomes + errors + verdicts) if line not in lines][:6]
         if lines:
             label = f"{description}: " if isinstance(description, str) else ""
             self.delegated.append(label + " / ".join(_short(line, 200) for line in lines))
@@ -243,7 +312,7 @@ class Walk:
 
     def _edit(self, path: str, args: dict[str, Any]) -> None:
         notes = self.file_notes.setdefault(path, [])
-        for note in change_notes(args):
+        for note in change_notes(args) or added_lines(args):
             if note not in notes:
                 notes.append(note)
             if (note[:1].isupper() and "." in note) or note.startswith("Hooks."):
@@ -258,21 +327,36 @@ class Walk:
         text = "\n".join(message_texts(message))
         if command is not None and re.search(r"\b(?:bd|beads)\s", command):
             self.tracker.output(text)
+        failed = tool_result_is_error(message)
         if call is not None:
             self._task_created(call, text)
             self._document(call, text)
             self._delegation(call, text)
+            self.branch = branch_of(command or "", text) or self.branch
+        if command is not None:
+            hits = search_hits(command, text)
+            if hits:
+                self.searches.append((_short(command), hits))
+            fields = json_fields(text)
+            if fields:
+                self.reported.append(f"`{_short(command, 80)}` reported: " + ", ".join(fields))
+        head = text.lstrip().split("\n", 1)[0]
+        failed = failed or bool(head and result_lines(head, is_error=False)[0])  # "sed: x: No such file"
+        if call is not None and call.read is not None and not failed:
+            listing = "\n".join(_LISTING_PREFIX.sub("", line, count=1) for line in text.splitlines())
+            self.file_defines[call.read] = change_notes({"content": listing}, limit=6)
+            return  # a file's contents: its "error:" lines are code, not failures
         self.commits.extend(commits(text))
-        errors, outcomes = result_lines(text, is_error=tool_result_is_error(message))
-        for outcome in outcomes:
-            if _TEST_COUNT.search(outcome):
+        errors, outcomes = result_lines(text, is_error=failed)
+        for outcome in outcomes + _coverage(text):
+            if _TEST_COUNT.search(outcome) or outcome.startswith("TOTAL"):
                 run = TestRun(command, outcome, bool(_FAILED_COUNT.search(outcome)))
                 self.test_runs.append(run)
                 if not run.failed:
                     for fix in self._open:
                         fix.passed = fix.passed or run.describe()
                     self._open = []
-        if not errors and not tool_result_is_error(message) and command is not None:
+        if not errors and not failed and command is not None:
             for fix in [f for f in self._open if _verb(f.command) == _verb(command)]:
                 fix.passed = fix.passed or f"`{_short(command)}` succeeded"
                 self._open.remove(fix)

@@ -53,8 +53,9 @@ _ERROR_LINE = re.compile(
     r"^(?i:error|fatal|panic|exception|failed|failure)\b[:\s(\[]|^\*\* \(|^(?:E {2,}|FAILED\b|npm ERR!)"
     r"|^Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b(?:[:)]|$)|<tool_use_error>"
     r"|\b(?:command not found|No such file or directory|[Pp]ermission denied|not found in file|"
-    r"[Cc]ould not|[Cc]annot|undefined (?:function|variable|method))\b"
+    r"[Cc]ould not|[Cc]annot|undefined (?:function|variable|method)|rejected by (?:the )?user)\b"
 )
+_FAILED_EXIT = re.compile(r"^(?i:error|fatal|failed|failure)\b.*\bexit (?:code|status)\s*:?\s*[1-9]")
 _NOT_AN_ERROR = re.compile(r"\b0 (?:failures?|errors?|failed)\b|\bno errors?\b", re.IGNORECASE)
 _OUTCOME_LINE = re.compile(
     r"(?<![\w.])\d+ (?:tests?|examples?|doctests?|properties|passed|failed|failures?|errors?|skipped)"
@@ -203,6 +204,8 @@ def result_lines(text: str, *, is_error: bool) -> tuple[list[str], list[str]]:
             first_line = line
         if _OUTCOME_LINE.search(line):
             outcomes.append(line)
+            if len(errors) < 3 and _FAILED_EXIT.search(line):
+                errors.append(line)  # "failed in sandbox ... exit code: 2": an outcome and an error
         elif len(errors) < 3 and _ERROR_LINE.search(line) and not _NOT_AN_ERROR.search(line) \
                 and not _BULLET.match(line):
             errors.append(line)
@@ -221,6 +224,8 @@ class ShadowedFacts:
     """Directive sentences from the user's requests and the task specs tool output showed."""
     open_todos: tuple[str, ...] = ()
     """Unfinished items of the latest todo list, checklist or issue tracker state."""
+    done_todos: tuple[str, ...] = ()
+    """Finished items of the latest todo list (what was already done)."""
     pending_request: str | None = None
     """The latest substantive user request (three words or more), which the work continues."""
     paths: tuple[str, ...] = ()
@@ -359,6 +364,9 @@ class _FactCollector:
         items.extend(issue for issue, opened in self.tracker.items() if opened)
         return dedupe(items)
 
+    def done_todos(self) -> tuple[str, ...]:
+        return dedupe(content for content, status in self.todos or () if status in _DONE_STATES)
+
 
 def extract_facts(messages: Iterable[Any], *, project_root: str | None = None) -> ShadowedFacts:
     """Collect the facts of the shadowed messages that a faithful summary keeps (pure).
@@ -386,6 +394,7 @@ def extract_facts(messages: Iterable[Any], *, project_root: str | None = None) -
         requests=tuple(collector.requests),
         constraints=dedupe(collector.constraints),
         open_todos=collector.open_todos(),
+        done_todos=collector.done_todos(),
         pending_request=substantive[-1] if substantive else None,
         paths=paths,
         path_actions=tuple((p, tuple(a)) for p, a in collector.actions.items()),

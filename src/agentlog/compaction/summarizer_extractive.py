@@ -90,18 +90,26 @@ def _add_prior(draft: Draft, prior: dict[int, list[str]]) -> None:
 
 
 def _add_files(draft: Draft, walk: Walk, facts: ShadowedFacts) -> None:
-    shown = _merged_paths(walk.file_tools, facts.project_root)
+    root = facts.project_root or walk.workdir
+    shown = _merged_paths(walk.file_tools, root)
     for path, tools in walk.file_tools.items():
         notes = walk.file_notes.get(path)
+        defines = walk.file_defines.get(path)
         if path in walk.file_notes:
             added = f": adds {', '.join(f'`{n}`' for n in notes)}" if notes else ""
             draft.add(_FILES, 60, f"`{shown[path]}` ({', '.join(tools)}){added}")
+        elif defines:
+            draft.add(_FILES, 32, f"`{shown[path]}` ({', '.join(tools)}): defines "
+                                  + ", ".join(f"`{n}`" for n in defines))
         elif is_file_path(path):
             draft.add(_FILES, 30, f"`{shown[path]}` ({', '.join(tools)})")
     listed = set(shown.values()) | set(shown)
     for path in facts.paths:
-        if path not in listed and relative(path, facts.project_root) not in listed and is_file_path(path):
-            draft.add(_FILES, 22, f"`{relative(path, facts.project_root)}`")
+        if path not in listed and relative(path, root) not in listed and is_file_path(path):
+            draft.add(_FILES, 22, f"`{relative(path, root)}`")
+    for index, (command, hits) in enumerate(reversed(walk.searches)):
+        draft.add(_FILES, 16 if index < 10 else 8,
+                  f"`{command}` found: " + ", ".join(f"`{relative(h, root)}`" for h in hits))
     for index, module in enumerate(reversed(walk.modules)):
         draft.add(_CONCEPTS, 25 if index < 12 else 12, f"`{module}`")
 
@@ -145,12 +153,16 @@ def _add_work(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[Issue
     for todo in facts.open_todos:
         if not any(todo == issue.id for issue in active):
             draft.add(_PENDING, 85, f"[ ] {todo}")
+    for todo in facts.done_todos:
+        draft.add(_PENDING, 44, f"[done] {todo}")
     if facts.pending_request is not None:
-        draft.add(_PENDING, 88, f"Latest request: {quote(clip(facts.pending_request, 600))}")
+        draft.add(_PENDING, 88, f"Latest request: {quote(clip(facts.pending_request, 300))}")
     if walk.last_text is not None:
         draft.add(_CURRENT, 70, f"Last assistant note: {quote(clip(walk.last_text, 600))}")
     for label in walk.recent_calls[-5:]:
         draft.add(_CURRENT, 65, f"Recent action: `{label}`")
+    for index, command in enumerate(reversed(walk.ran)):
+        draft.add(_CURRENT, 14 if index < 20 else 6, f"Ran `{command}`")
     current = walk.tracker.current() or next((i for i in active if i.state == "in_progress"), None)
     if current is not None:
         draft.add(_NEXT, 90, f"Finish {_issue_line(current)} (its requirements are under Critical "
@@ -169,9 +181,16 @@ def _add_work(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[Issue
             draft.add(_NEXT, 80, bullet)
 
 
-def _add_critical(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[Issue]) -> None:
+def _add_repository(draft: Draft, walk: Walk) -> None:
+    """The branch, then the commits, newest first."""
+    if walk.branch is not None:
+        draft.add(_CRITICAL, 91, f"On branch `{walk.branch}`")
     for commit in reversed(walk.commits):
         draft.add(_CRITICAL, 92, f"Commit `{commit.sha}` on {commit.branch}: {clip(commit.message, 160)}")
+
+
+def _add_critical(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[Issue]) -> None:
+    _add_repository(draft, walk)
     latest: dict[str, None] = {}
     for run in reversed(walk.test_runs):
         latest.setdefault(run.describe(), None)
@@ -194,6 +213,8 @@ def _add_critical(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[I
         draft.add(_CRITICAL, priority, quote(constraint))
     for index, decision in enumerate(reversed(walk.decisions)):
         draft.add(_CRITICAL, 48 if index < 10 else 15, f"Decision: {clip(decision, 300)}")
+    for index, report in enumerate(reversed(walk.reported)):
+        draft.add(_CRITICAL, 62 if index < 8 else 20, report)
     for index, report in enumerate(reversed(walk.delegated)):
         draft.add(_CRITICAL, 57 if index < 8 else 24, f"Delegated agent reported: {report}")
     for sentence in walk.instructions:
@@ -222,7 +243,7 @@ def _collect(draft: Draft, messages: list[Any]) -> None:
         if epic is not None and epic.title:
             draft.add(_PRIMARY, 95, f"Working on {_issue_line(epic)}")
     _add_files(draft, walk, facts)
-    _add_errors(draft, walk, facts.project_root)
+    _add_errors(draft, walk, facts.project_root or walk.workdir)
     active = _add_tracker(draft, walk)
     _add_work(draft, facts, walk, active, prior)
     _add_critical(draft, facts, walk, active)
