@@ -19,6 +19,8 @@ KEEP = 100
 """Priority of items that are never dropped, only shortened as a last resort."""
 SECTION_SHARES: tuple[float, ...] = (0.16, 0.04, 0.16, 0.14, 0.12, 0.08, 0.04, 0.26)
 """Each section's share of the budget, enforced only while the whole is over budget."""
+_MIN_CLIPPED = 200
+"""A dropped bullet is put back cut to the room left only when that room is at least this long."""
 _HEADING = re.compile(r"^#{1,6}\s*(?:\d+\.\s*)?(.+?)\s*:?\s*$")
 
 
@@ -85,11 +87,14 @@ class Draft:
         return "\n\n".join(parts) + "\n"
 
     def fit(self, budget: int) -> str:
-        """Trim sections over their share, then drop the lowest priorities, then shorten, to ``budget``."""
+        """Trim sections over their share, then drop the lowest priorities, then put back the
+        highest-priority dropped bullets that still fit, then shorten, to ``budget``."""
         text = self.render()
-        if len(text) > budget:
-            self._trim_sections(budget, len(text))
-            text = self.render()
+        if len(text) <= budget:
+            return text
+        before = list(self.items)
+        self._trim_sections(budget, len(text))
+        text = self.render()
         droppable = sorted((i for i in self.items if i.priority < KEEP), key=lambda i: (i.priority, i.order))
         dropped = 0
         while len(text) > budget and dropped < len(droppable):
@@ -103,12 +108,39 @@ class Draft:
                 excess -= len(item.text) + 3
             self.items = [i for i in self.items if id(i) not in gone]
             text = self.render()
+        if len(text) <= budget:
+            text = self._refill(before, budget, text)
         while len(text) > budget:
             longest = max(self.items, key=lambda i: len(i.text), default=None)
             if longest is None or len(longest.text) <= 40:
                 return text[:budget]
             longest.text = clip(longest.text, max(40, len(longest.text) - (len(text) - budget) - 1))
             text = self.render()
+        return text
+
+    def _refill(self, before: list[_Item], budget: int, text: str) -> str:
+        """Put back dropped bullets, highest priority first, while each still fits (dropping by
+        estimate can overshoot by a long bullet), then the best one left cut to the room left."""
+        kept = {id(i) for i in self.items}
+        dropped = sorted((i for i in before if id(i) not in kept), key=lambda i: (-i.priority, i.order))
+        for clipping in (False, True):
+            for item in dropped:
+                room = budget - len(text) - 3
+                if id(item) in kept or (len(item.text) > room and (not clipping or room < _MIN_CLIPPED)):
+                    continue
+                original = item.text
+                item.text = clip(item.text, room)
+                self.items.append(item)
+                self.items.sort(key=lambda i: i.order)
+                candidate = self.render()
+                if len(candidate) <= budget:
+                    text = candidate
+                    kept.add(id(item))
+                else:
+                    self.items.remove(item)
+                    item.text = original
+                if clipping and id(item) in kept:
+                    break
         return text
 
     def _trim_sections(self, budget: int, size: int) -> None:

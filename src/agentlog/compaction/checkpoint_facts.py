@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "Commit", "Issue", "Tracker", "added_lines", "change_notes", "commits", "issue_bodies", "spec_lines",
+    "Commit", "Issue", "Tracker", "added_lines", "change_notes", "commits", "file_purpose", "issue_bodies",
+    "spec_lines",
 ]
 
 _COMMIT = re.compile(r"^\[([\w./@+-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+?)\s*$", re.MULTILINE)
@@ -49,6 +50,7 @@ _INTRODUCED = re.compile(
     r"|^func\s+(?:\([^)]*\)\s*)?(\w+)",
     re.MULTILINE,
 )
+_COMMENT = ("#", "//", "--", "*", "/*")
 _SMALL_EDIT = 600
 """An edit this short that introduces no name is noted by the lines it adds (settings, recipes)."""
 
@@ -227,7 +229,30 @@ def added_lines(args: dict[str, Any], limit: int = 4) -> list[str]:
         value = args.get(key)
         if isinstance(value, str) and value.strip() and len(value) <= _SMALL_EDIT:
             lines = [line.strip() for line in value.splitlines() if line not in before]
-            kept = [line for line in lines if line and len(line) <= 100
-                    and not line.startswith(("#", "//", "--")) and not re.fullmatch(r"[\w.\[\]-]+:", line)]
+            kept = [line for line in lines if line and len(line) <= 100 and not line.startswith(_COMMENT)
+                    and not re.fullmatch(r"[\w.\[\]-]+:", line)]
             return kept[:limit]
     return []
+
+
+_DOC_LINE = re.compile(
+    r'^\s*(?:/\*\*?|\*(?!/)|///?!?|#(?![!\w\[{])|"""|\'\'\'|@moduledoc\s+""")\s?(.*?)\s*(?:\*/|"""|\'\'\')?\s*$')
+
+
+def file_purpose(text: str, limit: int = 220) -> str | None:
+    """The first comment block of a file's first 60 lines (a module docstring, a JSDoc before its
+    main export): what the file says it is for, in one line; None when it has none."""
+    block: list[str] = []
+    for line in text.splitlines()[:60]:
+        match = _DOC_LINE.match(line)
+        if match is None:
+            if block:
+                break
+            continue
+        words = match.group(1).strip()
+        if words and not words.startswith(("@", "eslint", "prettier", "type:", "noqa", "-*-")):
+            block.append(words)
+    purpose = " ".join(block).strip()
+    if len(purpose) < 20:
+        return None
+    return purpose if len(purpose) <= limit else purpose[: limit - 1].rstrip() + "…"

@@ -11,7 +11,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentlog.compaction.checkpoint_facts import Commit, Issue, Tracker, added_lines, change_notes, commits
+from agentlog.compaction.checkpoint_facts import (
+    Commit,
+    Issue,
+    Tracker,
+    added_lines,
+    change_notes,
+    commits,
+    file_purpose,
+)
 from agentlog.compaction.checkpoint_shell import (
     branch_of,
     json_fields,
@@ -161,6 +169,8 @@ class Walk:
         """The assistant's longer notes (findings, designs), oldest first."""
         self.file_defines: dict[str, list[str]] = {}
         """What the files the agent read define (functions, types, classes), by path."""
+        self.file_purposes: dict[str, str] = {}
+        """What the files the agent read say they are for (their first comment block), by path."""
         self.branch: str | None = None
         """The git branch the latest ``git status`` or branch creation named."""
         self.searches: list[tuple[str, list[str]]] = []
@@ -321,6 +331,14 @@ class Walk:
             if path not in fix.edited:
                 fix.edited.append(path)
 
+    def _read(self, path: str, text: str) -> None:
+        """What a file the agent read defines and says it is for."""
+        listing = "\n".join(_LISTING_PREFIX.sub("", line, count=1) for line in text.splitlines())
+        self.file_defines[path] = change_notes({"content": listing}, limit=6)
+        purpose = file_purpose(listing)
+        if purpose is not None:
+            self.file_purposes[path] = purpose
+
     def _result(self, message: Any) -> None:
         call = self._calls.get(tool_result_call_id(message) or "")
         command = call.command if call is not None else None
@@ -343,8 +361,7 @@ class Walk:
         head = text.lstrip().split("\n", 1)[0]
         failed = failed or bool(head and result_lines(head, is_error=False)[0])  # "sed: x: No such file"
         if call is not None and call.read is not None and not failed:
-            listing = "\n".join(_LISTING_PREFIX.sub("", line, count=1) for line in text.splitlines())
-            self.file_defines[call.read] = change_notes({"content": listing}, limit=6)
+            self._read(call.read, text)
             return  # a file's contents: its "error:" lines are code, not failures
         self.commits.extend(commits(text))
         errors, outcomes = result_lines(text, is_error=failed)

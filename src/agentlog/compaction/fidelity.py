@@ -56,6 +56,7 @@ _ERROR_LINE = re.compile(
     r"[Cc]ould not|[Cc]annot|undefined (?:function|variable|method)|rejected by (?:the )?user)\b"
 )
 _FAILED_EXIT = re.compile(r"^(?i:error|fatal|failed|failure)\b.*\bexit (?:code|status)\s*:?\s*[1-9]")
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _NOT_AN_ERROR = re.compile(r"\b0 (?:failures?|errors?|failed)\b|\bno errors?\b", re.IGNORECASE)
 _OUTCOME_LINE = re.compile(
     r"(?<![\w.])\d+ (?:tests?|examples?|doctests?|properties|passed|failed|failures?|errors?|skipped)"
@@ -347,7 +348,8 @@ class _FactCollector:
         is_error = tool_result_is_error(message)
         for text in message_texts(message):
             if not is_error and not delegated:
-                self.constraints.extend(constraint_sentences(text, typed_by_user=False))
+                prose = _REMINDER.sub("", text)  # the harness's reminders are not the task's spec
+                self.constraints.extend(constraint_sentences(prose, typed_by_user=False))
             self._errors_and_outcomes(text, is_error)
 
     def _errors_and_outcomes(self, text: str, is_error: bool) -> None:

@@ -103,6 +103,9 @@ def _add_files(draft: Draft, walk: Walk, facts: ShadowedFacts) -> None:
                                   + ", ".join(f"`{n}`" for n in defines))
         elif is_file_path(path):
             draft.add(_FILES, 30, f"`{shown[path]}` ({', '.join(tools)})")
+        purpose = walk.file_purposes.get(path)
+        if purpose is not None:
+            draft.add(_FILES, 19, f"`{shown[path]}` says: {quote(purpose)}")
     listed = set(shown.values()) | set(shown)
     for path in facts.paths:
         if path not in listed and relative(path, root) not in listed and is_file_path(path):
@@ -156,11 +159,13 @@ def _add_work(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[Issue
     for todo in facts.done_todos:
         draft.add(_PENDING, 44, f"[done] {todo}")
     if facts.pending_request is not None:
-        draft.add(_PENDING, 88, f"Latest request: {quote(clip(facts.pending_request, 300))}")
+        draft.add(_PENDING, 88, f"Latest request: {quote(clip(facts.pending_request, 200))}")
     if walk.last_text is not None:
         draft.add(_CURRENT, 70, f"Last assistant note: {quote(clip(walk.last_text, 600))}")
+    root = facts.project_root or walk.workdir
     for label in walk.recent_calls[-5:]:
-        draft.add(_CURRENT, 65, f"Recent action: `{label}`")
+        shown = label.replace(root.rstrip("/") + "/", "") if root else label
+        draft.add(_CURRENT, 65, f"Recent action: `{shown}`")
     for index, command in enumerate(reversed(walk.ran)):
         draft.add(_CURRENT, 14 if index < 20 else 6, f"Ran `{command}`")
     current = walk.tracker.current() or next((i for i in active if i.state == "in_progress"), None)
