@@ -304,7 +304,9 @@ def _run(ctx: Context) -> None:
     columns = tuple(label for label, _g in _groups(rows))
     table_rows = [(category, tuple(_pct(_pooled(g, category)) for _l, g in _groups(rows)))
                   for category in (*PROBE_CATEGORIES, None)]
-    caption = f"pooled over {len(compactions)} sessions; tokens: {meter}"
+    real = sum(1 for p in probe_sets if p.before_line is None)
+    caption = (f"pooled over {len(compactions)} sessions (Claude's over the {real} real compactions); "
+               f"tokens: {meter}")
     labelled = tuple((c or "overall", cells) for c, cells in table_rows)
     ctx.compare(Comparison("probe recall by category", caption, columns, labelled))
     ctx.note(f"probes: bench/data/fidelity_probes.json sha256 {probe_digest()}")
