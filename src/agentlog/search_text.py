@@ -62,6 +62,8 @@ def fold(text: str) -> str:
     ``str.lower`` is the simple lowercase mapping per character except U+0130 (two characters,
     so it is folded to ``i`` first) and a final sigma (the same class as sigma).
     """
+    if text.isascii() and "\x00" not in text:  # the common case: nothing for the table to map
+        return text.lower()
     return text.replace("\u0130", "i").lower().translate(_table())
 
 

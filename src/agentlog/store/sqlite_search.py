@@ -44,12 +44,17 @@ SEARCH_SCHEMA: Final = (
 
 FTS_SCHEMA: Final = (
     "CREATE VIRTUAL TABLE search_fts USING fts5(folded, content='search_rows', content_rowid='id', "
-    "tokenize='trigram case_sensitive 1')",
+    "tokenize='trigram case_sensitive 1', detail=none)",
 )
-"""The trigram index, when the ``sqlite3`` module has FTS5 (created with the schema or migration)."""
+"""The trigram index, when the ``sqlite3`` module has FTS5 (created with the schema or migration).
+
+``detail=none`` keeps only which rows hold each trigram, not where: a third of the full index's
+writes; a row holding every trigram of the query is a candidate, and the scan confirms it."""
 
 TRIGRAM: Final = 3
 """FTS5 trigrams answer queries of at least three characters; shorter ones use ``instr``."""
+MAX_TRIGRAMS: Final = 16
+"""Trigrams of a long query looked up (any subset still names every row that holds the query)."""
 
 _INSERT: Final = "INSERT INTO search_rows (session, seq, folded) VALUES (?, ?, ?)"
 _FTS_ADD: Final = (
@@ -135,14 +140,18 @@ def fill_index(conn: sqlite3.Connection, fts: bool) -> None:
 # -- reads ---------------------------------------------------------------------------------------------
 
 
-def _fts_phrase(folded: str) -> str:
-    """The query as one FTS5 string: never operators, columns or prefixes, whatever it contains."""
-    return '"' + folded.replace('"', '""') + '"'
+def _fts_query(folded: str) -> str:
+    """Every row holding ``folded`` holds each of its trigrams: an AND of FTS5 strings (``"`` doubled,
+    so nothing in the query is ever an operator, column filter or prefix)."""
+    trigrams = list(dict.fromkeys(folded[at:at + TRIGRAM] for at in range(len(folded) - TRIGRAM + 1)))
+    step = max(1, len(trigrams) // MAX_TRIGRAMS)
+    chosen = trigrams[::step][:MAX_TRIGRAMS]
+    return " AND ".join('"' + trigram.replace('"', '""') + '"' for trigram in chosen)
 
 
 def _matches(conn: sqlite3.Connection, folded: str, fts: bool) -> dict[int, set[int]]:
     if fts and len(folded) >= TRIGRAM:
-        found = conn.execute(_MATCH_FTS, (_fts_phrase(folded),)).fetchall()
+        found = conn.execute(_MATCH_FTS, (_fts_query(folded),)).fetchall()
     else:
         found = conn.execute(_MATCH_SCAN, (folded,)).fetchall()
     matched: dict[int, set[int]] = {}
