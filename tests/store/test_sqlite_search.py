@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,4 +188,17 @@ def test_a_database_made_without_fts5_keeps_its_index_kind(db: Path, monkeypatch
     record(store, "b", ["needle two"])
     assert [hit.session_id for hit in assert_index_equals_scan(store, "needle")] == ["a", "b"]
     assert_index_matches_rows(db)
+    store.close()
+
+
+def test_a_writer_killed_mid_append_leaves_index_and_rows_together(db: Path) -> None:
+    from tests.store.test_crash import _kill_at_random
+
+    rng = random.Random(13)
+    SqliteStore(db).list()
+    for number in range(3):
+        _kill_at_random(f"sqlite://{db}", f"killed-{number}", rng)
+        assert_index_matches_rows(db)
+    store = SqliteStore(db, write_delay_ms=5)
+    assert assert_index_equals_scan(store, "the")
     store.close()

@@ -68,7 +68,7 @@ from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_follow import afollow, follow
 from agentlog.store.postgres_locks import AdvisoryLocks, application_name
 from agentlog.store.postgres_rows import encode_columns, scan_rows, scan_suffix
-from agentlog.store.postgres_schema import Statements, ensure_schema
+from agentlog.store.postgres_schema import SESSION_COLUMNS, Statements, ensure_schema
 from agentlog.store.postgres_search import SearchStatements, candidates, search_columns
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
 
@@ -158,7 +158,7 @@ class PostgresStore(Store):
         port = params.get("port") or os.environ.get("PGPORT") or 5432
         self.where = f"{host}:{port}/{params.get('dbname', '')}"
         self._sql = Statements(schema)
-        self._search_sql = SearchStatements(schema)
+        self._search_sql = SearchStatements(schema, SESSION_COLUMNS)
         self._connect_kwargs: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in params and "PGCONNECT_TIMEOUT" not in os.environ:
             self._connect_kwargs["connect_timeout"] = 10
@@ -455,17 +455,14 @@ class PostgresStore(Store):
             return candidates(conn, self._search_sql, folded, session_ids, self._chain, list(self._live))
 
     def _chain(self, conn: psycopg.Connection[Any],
-               session_id: str) -> builtins.list[tuple[str, int, int]] | None:
-        """The row ranges a session reads, own rows first (None: unknown or damaged, the scan says why)."""
-        row = conn.execute(self._sql.session, (session_id,)).fetchone()
+               row: Sequence[Any]) -> builtins.list[tuple[str, int, int]] | None:
+        """The row ranges of a ``sessions`` row, own rows first (None: damaged, the scan says why)."""
         try:
-            info = None if row is None else _info(row)
-            shared = [] if info is None else self._segments(conn, info)
+            info = _info(row)
+            shared = self._segments(conn, info)
         except AgentlogError:
             return None
-        if info is None:
-            return None
-        return [(session_id, info.base_length, info.next_seq), *reversed(shared)]
+        return [(info.header.id, info.base_length, info.next_seq), *reversed(shared)]
 
     # -- locks and deletion -------------------------------------------------------------------------
 

@@ -19,7 +19,8 @@ from agentlog.errors import SessionFormatUnsupportedError, StoreError
 from agentlog.store.postgres_rows import ROW_COLUMNS
 from agentlog.store.postgres_search import SEARCH_INSERT, SEARCH_TABLE, fill_index
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "Statements", "advisory_key", "ensure_schema"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SESSION_COLUMNS", "Migration", "Statements", "advisory_key",
+           "ensure_schema"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +81,12 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
 SCHEMA_VERSION: Final = MIGRATIONS[-1].version
 """The schema version this build writes and reads."""
 
-_SESSION_COLUMNS: Final = (
+SESSION_COLUMNS: Final = (
     "id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, "
     "extra, base_session, base_length, next_seq, incarnation, revision"
 )
+"""The ``sessions`` columns every session read selects, in ``_info``'s order."""
+_SESSION_COLUMNS: Final = SESSION_COLUMNS
 _ROW_COLUMNS: Final = ", ".join(ROW_COLUMNS)
 
 _UNNEST: Final = (

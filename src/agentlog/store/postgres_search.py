@@ -46,24 +46,33 @@ _MESSAGE_ROWS: Final = (
 )
 _TEMPLATES: Final = {
     "match": "SELECT session_id, seq FROM {schema}.search_text WHERE folded LIKE %s",
+    "sessions": "SELECT {columns}, (SELECT e.type FROM {schema}.events AS e WHERE e.session_id = s.id "
+                "AND e.seq >= s.base_length AND e.seq < s.next_seq ORDER BY e.seq DESC LIMIT 1) "
+                "FROM {schema}.sessions AS s WHERE s.id = ANY(%s)",
     "last_type": "SELECT type FROM {schema}.events WHERE session_id = %s AND seq >= %s AND seq < %s "
                  "ORDER BY seq DESC LIMIT 1",
-    "rows": f"SELECT {', '.join(ROW_COLUMNS)} FROM {{schema}}.events "
-            "WHERE session_id = %s AND seq = ANY(%s) ORDER BY seq",
+    "rows": f"SELECT e.session_id, {', '.join('e.' + name for name in ROW_COLUMNS)} "
+            "FROM {schema}.events AS e JOIN unnest(%s::text[], %s::bigint[]) AS wanted(session_id, seq) "
+            "ON e.session_id = wanted.session_id AND e.seq = wanted.seq",
 }
 _FILL_BATCH: Final = 1000
 
-Chain = Callable[[psycopg.Connection[Any], str], "list[tuple[str, int, int]] | None"]
-"""A session's ``(owner id, first seq, end seq)`` row ranges, own rows first; None if unknown or broken."""
+Segments = list[tuple[str, int, int]]
+"""A session's ``(owner id, first seq, end seq)`` row ranges, own rows first."""
+Chain = Callable[[psycopg.Connection[Any], Sequence[Any]], "Segments | None"]
+"""The row ranges of a ``sessions`` row; None if the row or its fork chain is damaged."""
 
 
 class SearchStatements:
     """The search SQL with the schema name filled in (rendered once per store)."""
 
-    def __init__(self, schema: str) -> None:
-        name = sql.Identifier(schema)
-        rendered = {key: sql.SQL(text).format(schema=name).as_string() for key, text in _TEMPLATES.items()}
+    def __init__(self, schema: str, session_columns: str) -> None:
+        name, columns = sql.Identifier(schema), sql.SQL(", ".join(f"s.{column.strip()}"
+                                                                   for column in session_columns.split(",")))
+        rendered = {key: sql.SQL(text).format(schema=name, columns=columns).as_string()
+                    for key, text in _TEMPLATES.items()}
         self.match = rendered["match"]
+        self.sessions = rendered["sessions"]
         self.last_type = rendered["last_type"]
         self.rows = rendered["rows"]
 
@@ -123,24 +132,35 @@ def candidates(conn: psycopg.Connection[Any], statements: SearchStatements, fold
 
     A session is left to the scan (None) when unknown or damaged, open in this process, when
     its last stored event is not ``turn/end`` (reading it adds repair closers that are in no
-    row), or when a candidate row does not decode.
+    row), or when a candidate row does not decode. A few statements whatever the session count.
     """
     matched: dict[str, set[int]] = {}
     for session_id, seq in conn.execute(statements.match, (_like(folded),)):
         matched.setdefault(session_id, set()).add(seq)
     live_ids = set(live)
+    plans: dict[str, Segments] = {}
+    for *row, last in conn.execute(statements.sessions, (list(session_ids),)).fetchall():
+        segments = None if row[0] in live_ids else chain(conn, row)
+        if segments is not None and (last == "turn/end" if last is not None
+                                     else _ended(conn, statements, segments[1:])):
+            plans[row[0]] = segments
+    wanted = sorted({(owner, seq) for segments in plans.values() for owner, start, end in segments
+                     for seq in matched.get(owner, ()) if start <= seq < end})
+    rows = {}
+    if wanted:
+        owners, seqs = [owner for owner, _ in wanted], [seq for _, seq in wanted]
+        rows = {(row[0], row[1]): row[1:] for row in conn.execute(statements.rows, (owners, seqs))}
     result: Candidates = {}
     for session_id in session_ids:
-        segments = None if session_id in live_ids else chain(conn, session_id)
-        if segments is None or not _ended(conn, statements, segments):
+        segments = plans.get(session_id)
+        if segments is None:
             result[session_id] = None
             continue
-        events: list[Event] | None = []
-        for owner, start, end in reversed(segments):
-            seqs = sorted(seq for seq in matched.get(owner, ()) if start <= seq < end)
-            if seqs and events is not None:
-                events = _decoded(conn.execute(statements.rows, (owner, seqs)).fetchall(), events)
-        result[session_id] = events
+        found = [rows[key] for key in sorted((owner, seq) for owner, start, end in segments
+                                             for seq in matched.get(owner, ()) if start <= seq < end)
+                 if key in rows]
+        found.sort(key=lambda row: int(row[0]))
+        result[session_id] = _decoded(found, [])
     return result
 
 
