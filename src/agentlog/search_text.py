@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Iterable, Iterator
 from typing import TypeAlias
 
-from agentlog.events import Event
+from agentlog.events import LEGACY_STEERING, Event
 from agentlog.message_text import text_of
 from agentlog.messages import derive_event_message
 
@@ -71,11 +71,18 @@ def indexed_texts(entries: Iterable[object]) -> Iterator[tuple[int, str]]:
     """``(seq, folded text)`` of every event the scan could match (non-empty message text only).
 
     Packed chunk runs among ``entries`` are skipped: the scan matches their assembled message.
+    A legacy ``steering/message`` is indexed by its content: reads upgrade it to a ``user/message``.
     """
     for event in entries:
-        if type(event) is not Event or event.type not in SEARCHED_TYPES:
+        if type(event) is not Event:
             continue
-        message = derive_event_message(event)
+        if event.type == LEGACY_STEERING:
+            data = event.data if isinstance(event.data, dict) else {}
+            message = data.get("message") if isinstance(data.get("message"), dict) else data
+        elif event.type in SEARCHED_TYPES:
+            message = derive_event_message(event)
+        else:
+            continue
         if message is None:
             continue
         body = text_of(message.get("content"))

@@ -18,7 +18,7 @@ from psycopg import sql
 
 from agentlog.errors import AgentlogError
 from agentlog.events import Event
-from agentlog.search_text import Candidates, indexed_texts
+from agentlog.search_text import SEARCHED_TYPES, Candidates, indexed_texts
 from agentlog.store.postgres_rows import ROW_COLUMNS, decode_physical_row
 
 __all__ = ["SEARCH_TABLE", "SearchStatements", "candidates", "fill_index", "search_columns"]
@@ -42,7 +42,7 @@ SEARCH_INSERT: Final = (
 _TRIGRAMS: Final = "CREATE INDEX search_text_trigrams ON {schema}.search_text USING gin (folded {ops})"
 _MESSAGE_ROWS: Final = (
     f"SELECT session_id, {', '.join(ROW_COLUMNS)} FROM {{schema}}.events "
-    "WHERE type IN ('user/message', 'assistant/message', 'tool/result')"
+    "WHERE type IN ('user/message', 'assistant/message', 'tool/result', 'steering/message')"
 )
 _TEMPLATES: Final = {
     "match": "SELECT session_id, seq FROM {schema}.search_text WHERE folded LIKE %s",
@@ -181,7 +181,7 @@ def _decoded(rows: Sequence[Sequence[Any]], into: list[Event]) -> list[Event] | 
             decoded = decode_physical_row(row)
         except (AgentlogError, ValueError, TypeError):
             return None
-        if len(decoded) != 1:
+        if len(decoded) != 1 or decoded[0].type not in SEARCHED_TYPES:  # a legacy shape: scan it
             return None
         into.extend(decoded)
     return into

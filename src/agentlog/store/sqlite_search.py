@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from agentlog.events import Event
-from agentlog.search_text import indexed_texts
+from agentlog.search_text import SEARCHED_TYPES, indexed_texts
 from agentlog.store.sqlite_rows import Row, try_decode
 
 __all__ = [
@@ -69,7 +69,8 @@ _DELETE: Final = "DELETE FROM search_rows WHERE session = ? AND seq >= ?"
 _FTS_REBUILD: Final = "INSERT INTO search_fts (search_fts) VALUES ('rebuild')"
 _MESSAGE_ROWS: Final = (
     "SELECT session, seq, type, time, data, source_event_seqs, surface_op, ignorable, op_first FROM events "
-    "WHERE type IN ('user/message', 'assistant/message', 'tool/result') AND ignorable IS NOT 0"
+    "WHERE type IN ('user/message', 'assistant/message', 'tool/result', 'steering/message') "
+    "AND ignorable IS NOT 0"
 )
 _MATCH_FTS: Final = (
     "SELECT r.session, r.seq FROM search_fts JOIN search_rows AS r ON r.id = search_fts.rowid "
@@ -217,11 +218,12 @@ def candidates(conn: sqlite3.Connection, folded: str, session_ids: Sequence[str]
 
 
 def decode_candidates(rows: Sequence[Row]) -> list[Event] | None:
-    """The events of candidate rows, or None when one does not decode (then the session is scanned)."""
+    """The events of candidate rows, or None when one does not decode or is a legacy shape (whose
+    upgrade on read only the scan applies): then the session is scanned."""
     events: list[Event] = []
     for row in rows:
         decoded = try_decode(row)
-        if isinstance(decoded, str) or len(decoded) != 1:
+        if isinstance(decoded, str) or len(decoded) != 1 or decoded[0].type not in SEARCHED_TYPES:
             return None
         events.extend(decoded)
     return events
