@@ -87,6 +87,7 @@ _ROW: Final = (
     "WHERE session = ? AND seq = ?"
 )
 _UNBOUNDED: Final = 1 << 62
+_FILL_BATCH: Final = 1000
 
 
 @functools.cache
@@ -128,12 +129,14 @@ def fill_index(conn: sqlite3.Connection, fts: bool) -> None:
     A row that does not decode is never a hit of the scan either: its session is unreadable or
     it is a torn tail, and search scans a session whose candidate row does not decode.
     """
-    batch: list[tuple[int, int, str]] = []
-    for session, *row in conn.execute(_MESSAGE_ROWS).fetchall():
-        decoded = try_decode(tuple(row))
-        if not isinstance(decoded, str):
-            batch.extend((session, seq, text) for seq, text in indexed_texts(decoded))
-    conn.executemany(_INSERT, batch)
+    cursor = conn.execute(_MESSAGE_ROWS)
+    while rows := cursor.fetchmany(_FILL_BATCH):  # bounded memory: the rows are read as they are indexed
+        batch: list[tuple[int, int, str]] = []
+        for session, *row in rows:
+            decoded = try_decode(tuple(row))
+            if not isinstance(decoded, str):
+                batch.extend((session, seq, text) for seq, text in indexed_texts(decoded))
+        conn.executemany(_INSERT, batch)
     if fts:
         conn.execute(_FTS_REBUILD)
 
