@@ -48,8 +48,8 @@ FTS_SCHEMA: Final = (
 )
 """The trigram index, when the ``sqlite3`` module has FTS5 (created with the schema or migration).
 
-``detail=none`` keeps only which rows hold each trigram, not where: a third of the full index's
-writes; a row holding every trigram of the query is a candidate, and the scan confirms it."""
+``detail=none`` keeps only which rows hold each trigram, not where (a smaller index, fewer
+writes); a row holding every trigram of the query is a candidate, and the scan confirms it."""
 
 TRIGRAM: Final = 3
 """FTS5 trigrams answer queries of at least three characters; shorter ones use ``instr``."""
