@@ -2,6 +2,8 @@
 
 ``find_in_events`` is the pure scan over one log; ``search_store`` runs it over every session a
 store lists (read-only: ``inspect`` never writes) and reports the sessions it could not read.
+A store with a search index (SQLite, PostgreSQL) first names the few stored events that may
+match; only those are scanned, so the hits are the scan's (see ``agentlog.search_text``).
 """
 
 from __future__ import annotations
@@ -9,16 +11,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from agentlog.errors import AgentlogError, UsageError
 from agentlog.events import Event
 from agentlog.message_text import text_of
 from agentlog.messages import derive_event_message
+from agentlog.search_text import SEARCHED_TYPES, Candidates, fold, folding_available
 from agentlog.store.base import Store
 from agentlog.store.records import Unreadable
 
-__all__ = ["Hit", "SearchResult", "find_in_events", "search_store", "snippet"]
+__all__ = ["Hit", "IndexedStore", "SearchResult", "find_in_events", "search_store", "snippet"]
 
 SNIPPET_CONTEXT = 40
 """Characters of context each side of a match in a snippet."""
@@ -47,6 +50,15 @@ class SearchResult:
     unreadable: list[Unreadable] = field(default_factory=list)
 
 
+@runtime_checkable
+class IndexedStore(Protocol):
+    """A store with a search index: the stored events that may contain folded text, per session."""
+
+    def search_candidates(self, folded: str, session_ids: Sequence[str]) -> Candidates | None:
+        """Per session, a superset (in seq order) of its events containing ``folded`` once folded,
+        or None where only a scan can answer; None when the store has no index."""
+
+
 def snippet(text: str, start: int, length: int, context: int = SNIPPET_CONTEXT) -> str:
     """The match at ``start`` with ``context`` characters each side, whitespace collapsed."""
     end = start + length
@@ -60,7 +72,7 @@ def find_in_events(session_id: str, events: Iterable[Event], text: str) -> list[
     needle = re.compile(re.escape(text), re.IGNORECASE)
     hits: list[Hit] = []
     for event in events:
-        if event.type not in ("user/message", "assistant/message", "tool/result"):
+        if event.type not in SEARCHED_TYPES:
             continue
         message = derive_event_message(event)
         if message is None:
@@ -76,8 +88,11 @@ def find_in_events(session_id: str, events: Iterable[Event], text: str) -> list[
 
 
 def search_store(store: Store, text: str, *, session_ids: Sequence[str] | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> SearchResult:
-    """Hits in every listed session (or only ``session_ids``); ``progress(done, total)`` after each."""
+                 progress: Callable[[int, int], None] | None = None, scan: bool = False) -> SearchResult:
+    """Hits in every listed session (or only ``session_ids``); ``progress(done, total)`` after each.
+
+    The store's search index, if any, narrows what is read; ``scan=True`` reads every session.
+    """
     if not text or not text.strip():
         raise UsageError("the search text is empty")
     result = SearchResult()
@@ -85,9 +100,13 @@ def search_store(store: Store, text: str, *, session_ids: Sequence[str] | None =
         listing = store.listing()
         result.unreadable.extend(listing.unreadable)
         session_ids = sorted(snapshot.header.id for snapshot in listing.snapshots)
+    indexed = None
+    if not scan and isinstance(store, IndexedStore) and folding_available():
+        indexed = store.search_candidates(fold(text), session_ids)
     for done, session_id in enumerate(session_ids, 1):
+        candidates = None if indexed is None else indexed.get(session_id)
         try:
-            events = store.inspect(session_id).events
+            events = store.inspect(session_id).events if candidates is None else candidates
         except AgentlogError as exc:  # one damaged session never hides the hits of the others
             result.unreadable.append(Unreadable(session_id, session_id, exc))
         else:

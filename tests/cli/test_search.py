@@ -40,3 +40,13 @@ def test_search_only_named_sessions_and_empty_text_is_refused(store_url: str) ->
     assert {hit["session"] for hit in only["hits"]} == {"s2"}
     empty = invoke(store_url, "search", "  ")
     assert empty.exit_code == 1 and "empty" in empty.stderr
+
+
+def test_search_text_with_index_syntax_is_plain_text_on_every_backend(store_url: str) -> None:
+    record(store_url, "s1", text='say "NEAR" AND -x * 100% done_ok \\ here', output="ok")
+    record(store_url, "s2", text="NEAR and x but 100 done ok")
+    for text, sessions in (('"NEAR" AND -x', ["s1"]), ("*", ["s1"]), ("100%", ["s1"]), ("done_", ["s1"]),
+                           ("\\ h", ["s1"]), ('"', ["s1", "s2"]), ("near", ["s1", "s2"])):
+        found = invoke(store_url, "search", text, "--json")
+        assert found.exit_code == 0, found.output
+        assert sorted({hit["session"] for hit in json.loads(found.stdout)["hits"]}) == sessions, text

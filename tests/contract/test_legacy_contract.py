@@ -227,3 +227,12 @@ def test_a_fork_of_a_legacy_parent_names_its_prefix_messages_after_the_parent(
     store.materialize("kid")  # a full copy holds the prefix as the parent reads it: the ids stay
     assert message_ids(open_store().load("kid")) == parent_ids
     assert message_ids(open_store().load("parent")) == parent_ids
+
+
+def test_search_finds_legacy_steering_text_as_the_upgraded_user_message(open_store: StoreFactory) -> None:
+    from tests.search_sessions import assert_index_equals_scan
+
+    put(open_store(), "pre-react-loop-search", pre_react_loop_log())
+    found = assert_index_equals_scan(open_store(), "OLD STEERING")
+    assert [(hit.session_id, hit.seq, hit.type, hit.role) for hit in found] == [
+        ("pre-react-loop-search", 3, "user/message", "user")]

@@ -96,7 +96,7 @@ def test_first_use_creates_a_versioned_schema_with_one_store_uuid(schema: Schema
     [(version, store_id)] = schema.sql("SELECT schema_version, store_id FROM {s}.meta")
     assert version == SCHEMA_VERSION
     tables = schema.sql("SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY 1", (schema.name,))
-    assert tables == [("events",), ("meta",), ("sessions",)]
+    assert tables == [("events",), ("meta",), ("search_text",), ("sessions",)]
     with schema.store() as again:
         again.create(HEADER)
         again.append("s1", [{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}])

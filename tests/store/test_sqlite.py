@@ -652,7 +652,7 @@ def _foreign(db: Path, *statements: str) -> None:
      "has application id 7"),
     ([f"PRAGMA application_id = {DSH_APPLICATION_ID}", "PRAGMA user_version = 17"],
      SessionFormatUnsupportedError, "DeepSeek Harness"),
-    ([f"PRAGMA application_id = {APPLICATION_ID}", "PRAGMA user_version = 2"], SessionFormatUnsupportedError,
+    ([f"PRAGMA application_id = {APPLICATION_ID}", "PRAGMA user_version = 3"], SessionFormatUnsupportedError,
      "incompatible with this build"),
     ([f"PRAGMA application_id = {APPLICATION_ID}", f"PRAGMA user_version = {USER_VERSION}"], StoreError,
      "required schema objects"),

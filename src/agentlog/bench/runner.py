@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
 from rich.console import Console
+from rich.markup import escape
 from rich.status import Status
 from rich.table import Table
 
@@ -51,7 +52,7 @@ __all__ = [
 SUITE_MODULES: Final = (
     "agentlog.bench.core", "agentlog.bench.store", "agentlog.bench.compaction", "agentlog.bench.peers",
     "agentlog.bench.adapters", "agentlog.bench.export", "agentlog.bench.fidelity",
-    "agentlog.bench.importers", "agentlog.bench.viewer")
+    "agentlog.bench.importers", "agentlog.bench.viewer", "agentlog.bench.search")
 """Modules that each define a module-level ``SUITE``; later suites (compaction, peers) add theirs."""
 
 REPORT_FORMAT: Final = 1
@@ -323,7 +324,7 @@ class Context:
             where = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
             self.result.errors.append({"phase": phase, "error": f"{type(exc).__name__}: {exc}",
                                        "where": where, "traceback": traceback.format_exc()})
-            self.say(f"[red]{phase} failed: {type(exc).__name__}: {exc}[/]")
+            self.say(f"[red]{escape(f'{phase} failed: {type(exc).__name__}: {exc}')}[/]")
             return None
 
 

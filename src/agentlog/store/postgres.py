@@ -62,12 +62,14 @@ from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.jsonvalue import dumps, freeze, frozen_dict, loads
 from agentlog.legacy import chain_writers, upgrade_legacy_chain
 from agentlog.packed import resolve_entries
+from agentlog.search_text import Candidates
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
 from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_follow import afollow, follow
 from agentlog.store.postgres_locks import AdvisoryLocks, application_name
 from agentlog.store.postgres_rows import encode_columns, scan_rows, scan_suffix
-from agentlog.store.postgres_schema import Statements, ensure_schema
+from agentlog.store.postgres_schema import SESSION_COLUMNS, Statements, ensure_schema
+from agentlog.store.postgres_search import SearchStatements, candidates, search_columns
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
 
 __all__ = ["PostgresStore"]
@@ -156,6 +158,7 @@ class PostgresStore(Store):
         port = params.get("port") or os.environ.get("PGPORT") or 5432
         self.where = f"{host}:{port}/{params.get('dbname', '')}"
         self._sql = Statements(schema)
+        self._search_sql = SearchStatements(schema, SESSION_COLUMNS)
         self._connect_kwargs: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in params and "PGCONNECT_TIMEOUT" not in os.environ:
             self._connect_kwargs["connect_timeout"] = 10
@@ -331,7 +334,8 @@ class PostgresStore(Store):
 
     def _insert(self, conn: psycopg.Connection[Any], session_id: str, events: Sequence[Event]) -> None:
         if events:
-            conn.execute(self._sql.insert_rows, {"id": session_id, **encode_columns(events)})
+            conn.execute(self._sql.insert_rows, {"id": session_id, **encode_columns(events),
+                                                 **search_columns(events)})
 
     def _append_batch(self, header: SessionHeader, events: Sequence[Event], *, materialize: bool) -> None:
         """One statement, one round trip (writer lock held): advance the stored next seq, insert, notify.
@@ -342,7 +346,7 @@ class PostgresStore(Store):
         self._ready()
         sid, first, end = header.id, events[0].seq, events[-1].seq + 1
         incarnation = uuid.uuid4() if materialize else self._incarnations.get(sid)
-        params = {"id": sid, **encode_columns(events), "first": first, "end": end,
+        params = {"id": sid, **encode_columns(events), **search_columns(events), "first": first, "end": end,
                   "channel": self.channel(sid), "incarnation": incarnation}
         with translate(sid, self.where), self._pool.connection() as conn:
             try:
@@ -442,6 +446,23 @@ class PostgresStore(Store):
                 prefix = upgrade_legacy_chain(session_id, stored.events[: info.base_length], stored.writers)
                 self._insert(conn, session_id, resolve_entries(prefix))
                 conn.execute(self._sql.detach, (session_id,))
+
+    def search_candidates(self, folded: str, session_ids: Sequence[str]) -> Candidates | None:
+        """Per session, the events the search index points at (None: scan it), from one snapshot."""
+        self._ready()
+        with translate(None, self.where), self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            return candidates(conn, self._search_sql, folded, session_ids, self._chain, list(self._live))
+
+    def _chain(self, conn: psycopg.Connection[Any],
+               row: Sequence[Any]) -> builtins.list[tuple[str, int, int]] | None:
+        """The row ranges of a ``sessions`` row, own rows first (None: damaged, the scan says why)."""
+        try:
+            info = _info(row)
+            shared = self._segments(conn, info)
+        except AgentlogError:
+            return None
+        return [(info.header.id, info.base_length, info.next_seq), *reversed(shared)]
 
     # -- locks and deletion -------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -16,17 +17,20 @@ from psycopg import sql
 
 from agentlog.errors import SessionFormatUnsupportedError, StoreError
 from agentlog.store.postgres_rows import ROW_COLUMNS
+from agentlog.store.postgres_search import SEARCH_INSERT, SEARCH_TABLE, fill_index
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "Statements", "advisory_key", "ensure_schema"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SESSION_COLUMNS", "Migration", "Statements", "advisory_key",
+           "ensure_schema"]
 
 
 @dataclass(frozen=True, slots=True)
 class Migration:
-    """One step of the schema's history; ``statements`` run in one transaction."""
+    """One step of the schema's history; ``statements``, then ``fill(conn, schema)``, in one transaction."""
 
     version: int
     title: str
     statements: tuple[str, ...]
+    fill: Callable[[psycopg.Connection[Any], str], None] | None = None
 
 
 MIGRATIONS: Final[tuple[Migration, ...]] = (
@@ -70,16 +74,19 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             CHECK ((data IS NULL) <> (data_zstd IS NULL)))""",
         "INSERT INTO {schema}.meta (schema_version, store_id) VALUES (0, %(store_id)s)",
     )),
+    Migration(2, "search text of every message", (SEARCH_TABLE,), fill_index),
 )
 """The schema's history. Append new migrations; never edit or reorder a released one."""
 
 SCHEMA_VERSION: Final = MIGRATIONS[-1].version
 """The schema version this build writes and reads."""
 
-_SESSION_COLUMNS: Final = (
+SESSION_COLUMNS: Final = (
     "id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, "
     "extra, base_session, base_length, next_seq, incarnation, revision"
 )
+"""The ``sessions`` columns every session read selects, in ``_info``'s order."""
+_SESSION_COLUMNS: Final = SESSION_COLUMNS
 _ROW_COLUMNS: Final = ", ".join(ROW_COLUMNS)
 
 _UNNEST: Final = (
@@ -97,11 +104,13 @@ _TEMPLATES: Final = {
     "exists": "SELECT 1 FROM {schema}.sessions WHERE id = %s",
     "insert_session": f"INSERT INTO {{schema}}.sessions ({_SESSION_COLUMNS}) "
                       "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-    "insert_rows": f"INSERT INTO {{schema}}.events (session_id, {_ROW_COLUMNS}) {_UNNEST}",
+    "insert_rows": f"WITH inserted AS (INSERT INTO {{schema}}.events (session_id, {_ROW_COLUMNS}) {_UNNEST}) "
+                   f"{SEARCH_INSERT}",
     "append": "WITH advanced AS (UPDATE {schema}.sessions SET next_seq = %(end)s, revision = revision + 1 "
               "WHERE id = %(id)s AND next_seq = %(first)s AND incarnation = %(incarnation)s RETURNING 1), "
               f"inserted AS (INSERT INTO {{schema}}.events (session_id, {_ROW_COLUMNS}) {_UNNEST} "
-              "WHERE EXISTS (SELECT FROM advanced)) "
+              "WHERE EXISTS (SELECT FROM advanced)), "
+              f"indexed AS ({SEARCH_INSERT} WHERE EXISTS (SELECT FROM advanced)) "
               "SELECT pg_notify(%(channel)s, %(end)s::text) FROM advanced",
     "rows": f"SELECT {_ROW_COLUMNS} FROM {{schema}}.events "
             "WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq",
@@ -226,5 +235,7 @@ def ensure_schema(conn: psycopg.Connection[Any], schema: str, statements: Statem
         for migration, texts in statements.migrations[version:]:
             for text in texts:
                 conn.execute(text, {"store_id": store_id} if "%(store_id)s" in text else None)
+            if migration.fill is not None:
+                migration.fill(conn, schema)
             conn.execute(statements.set_version, (migration.version,))
     return store_id

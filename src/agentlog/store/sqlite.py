@@ -1,7 +1,7 @@
 """SqliteStore: every session in one SQLite database (spec persistence §5), on agentlog's own schema.
 
 DSH's schema 17 is the reference and its rules are kept: STRICT tables, ``application_id`` and
-``user_version`` checked at open and inside every write transaction and never migrated,
+``user_version`` checked at open and inside every write transaction (version 1 migrated once),
 every schema object compared with the reference (an extra index or column is refused),
 ``synchronous=FULL``, WAL by default, packed chunk rows of 3..1,024 members and at most 1 MiB
 of JSON recognized by ``ignorable = 0``, row JSON of 4 KiB or more zstd-compressed only when
@@ -10,7 +10,7 @@ stale-writer guard (``stored next seq is N``) inside ``BEGIN IMMEDIATE``, and th
 (a bad row after the last committed ``turn/end`` is a torn tail, before it corruption).
 
 The schema differs from DSH's, so the file carries its own identity (application id
-``0x41474C47`` "AGLG", user_version 1) and refuses DSH's and any other foreign file:
+``0x41474C47`` "AGLG", user_version 2) and refuses DSH's and any other foreign file:
 
 - sessions have an integer ``key`` that event rows reference: smaller rows and primary-key
   index than a repeated TEXT id, and a deleted-then-recreated id never meets old rows;
@@ -19,7 +19,8 @@ The schema differs from DSH's, so the file carries its own identity (application
   of copying it (O(1) bytes); the foreign key makes SQLite itself refuse to delete a parent
   that a child references, and ``materialize`` copies the prefix;
 - ``op_first`` keeps the wire order of events that write ``surfaceOp`` before
-  ``sourceEventSeqs`` (DSH's repair closers), so they re-encode byte for byte.
+  ``sourceEventSeqs`` (DSH's repair closers), so they re-encode byte for byte;
+- ``search_rows``/``search_fts``: the search index (``sqlite_search``), written with the rows.
 
 Writer locks are ``flock``s on ``<db>.locks/<sha256(id)>``: the kernel drops them when the
 holder dies, even by SIGKILL, with no pid reuse to misjudge and no stale row to clean up; the
@@ -64,6 +65,7 @@ from agentlog.events import Event
 from agentlog.header import SessionHeader
 from agentlog.legacy import upgrade_legacy_chain
 from agentlog.packed import resolve_entries
+from agentlog.search_text import Candidates
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
 from agentlog.store.codec import SQLITE_MAX_MEMBERS
 from agentlog.store.filelock import lock_session_file
@@ -106,9 +108,11 @@ from agentlog.store.sqlite_schema import (
     header_values,
     is_uuid,
     open_file,
+    search_index,
     session_info,
     set_journal_mode,
 )
+from agentlog.store.sqlite_search import candidates, decode_candidates, index_events, unindex_from
 
 __all__ = ["SqliteStore"]
 
@@ -175,6 +179,8 @@ class SqliteStore(Store):
         self._db_lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._schema_cookie: int | None = None
+        self._fts: bool | None = None
+        """The file's search index: None (schema 1, read as is), False (no FTS5) or True."""
         self._revision_prefix = ""
         self._cache: OrderedDict[str, tuple[str, StoredLog]] = OrderedDict()
         self._memory_locks: set[str] = set()
@@ -236,6 +242,7 @@ class SqliteStore(Store):
             raise StoreError("SQLite refused trusted_schema=OFF or mmap_size=0", file=self._file)
         conn.execute("PRAGMA foreign_keys = ON")
         self._schema_cookie = ensure_schema(conn, file=self._file, create=self.may_create)
+        self._fts = search_index(conn)
         if self.may_create:  # a reader keeps the file's journal mode (switching it writes the file)
             set_journal_mode(conn, self.journal_mode, expected="memory" if self.memory else self.journal_mode,
                              deadline=started + self.busy_timeout_ms / 1000, file=self._file)
@@ -458,6 +465,7 @@ class SqliteStore(Store):
                     f"append seq mismatch: stored next seq is {next_seq}, batch starts at {events[0].seq} "
                     "(another writer appended first)", session_id=sid, seq=events[0].seq)
             conn.executemany(INSERT_ROW, [(key, *row) for row in rows])
+            index_events(conn, key, events, bool(self._fts))
             conn.execute(BUMP_REVISION, (key,))
 
     def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
@@ -478,6 +486,7 @@ class SqliteStore(Store):
                     raise ConcurrentWriterError(
                         f"repair is stale: the log changed since its torn tail at seq {marker} was read",
                         session_id=sid, seq=marker)
+                unindex_from(conn, info.key, marker, bool(self._fts))
                 conn.execute(DELETE_ROWS_FROM, (info.key, marker))
             next_seq = self._tail_next(conn, info)
             if events and events[0].seq != next_seq:
@@ -485,6 +494,7 @@ class SqliteStore(Store):
                     f"repair is stale: closer starts at seq {events[0].seq}, but the stored log continues at "
                     f"seq {next_seq}", session_id=sid, seq=events[0].seq)
             conn.executemany(INSERT_ROW, [(info.key, *row) for row in rows])
+            index_events(conn, info.key, events, bool(self._fts))
             conn.execute(BUMP_REVISION, (info.key,))
 
     def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
@@ -524,8 +534,17 @@ class SqliteStore(Store):
                 writers = fork_writers(segments, info.start, session_id)
                 copied = resolve_entries(upgrade_legacy_chain(session_id, events, writers))
                 conn.executemany(INSERT_ROW, [(info.key, *row) for row in encode_rows(copied)])
+                index_events(conn, info.key, copied, bool(self._fts))
                 conn.execute(CLEAR_BASE, (info.key,))
                 conn.execute(BUMP_REVISION, (info.key,))
+
+    def search_candidates(self, folded: str, session_ids: Sequence[str]) -> Candidates | None:
+        """Per session, the events the search index points at (None: scan it); None without an index."""
+        with self._reading() as conn:
+            if self._fts is None:
+                return None
+            found = candidates(conn, folded, session_ids, self._fts, list(self._live))
+        return {sid: None if rows is None else decode_candidates(rows) for sid, rows in found.items()}
 
     # -- locks, children, deletion ---------------------------------------------------------------------------
 
@@ -553,6 +572,7 @@ class SqliteStore(Store):
             with self._writing(session_id) as conn:
                 info = self._info(conn, session_id)
                 if info is not None:
+                    unindex_from(conn, info.key, 0, bool(self._fts))
                     conn.execute(DELETE_SESSION, (info.key,))
         except StoreError as exc:
             if isinstance(exc.__cause__, sqlite3.IntegrityError):

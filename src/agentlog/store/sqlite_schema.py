@@ -1,8 +1,9 @@
 """The SQLite store's file and schema: identity, statements, path and schema checks, session rows.
 
-The file carries agentlog's own identity (application id ``0x41474C47`` "AGLG", user_version 1),
-checked at open and inside every write transaction and never migrated; every schema object is
-compared with the reference built from ``SCHEMA`` (an extra index or column is refused).
+The file carries agentlog's own identity (application id ``0x41474C47`` "AGLG", user_version 2),
+checked at open and inside every write transaction; every schema object is compared with the
+reference built from ``SCHEMA`` (an extra index or column is refused). Version 1 (no search
+index) is migrated by the first writer that opens it, in one transaction; readers read it as is.
 Statements are fixed text; values are always bound.
 """
 
@@ -29,13 +30,17 @@ from agentlog.errors import (
 )
 from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.jsonvalue import dumps, loads
+from agentlog.store import sqlite_search
 from agentlog.store.sqlite_errors import SQLITE_BUSY, primary_code
 from agentlog.store.sqlite_rows import CORRUPT, Row
+from agentlog.store.sqlite_search import FTS_SCHEMA, SEARCH_SCHEMA, fill_index
 
 __all__ = [
     "APPLICATION_ID",
+    "CORE_SCHEMA",
     "DSH_APPLICATION_ID",
     "JOURNAL_MODES",
+    "PREVIOUS_VERSION",
     "SCHEMA",
     "USER_VERSION",
     "SessionInfo",
@@ -43,6 +48,7 @@ __all__ = [
     "check_identity",
     "ensure_schema",
     "header_values",
+    "search_index",
     "is_uuid",
     "open_file",
     "session_info",
@@ -52,8 +58,11 @@ __all__ = [
 APPLICATION_ID: Final = 0x41474C47
 """``PRAGMA application_id`` of an agentlog database ("AGLG")."""
 
-USER_VERSION: Final = 1
-"""``PRAGMA user_version``: the schema version this build reads and writes (never migrated)."""
+USER_VERSION: Final = 2
+"""``PRAGMA user_version``: the schema version this build writes (2 added the search index)."""
+
+PREVIOUS_VERSION: Final = 1
+"""The version before: read as is by readers, migrated by a writer when it opens the file."""
 
 DSH_APPLICATION_ID: Final = 0x44534850
 """DSH's application id ("DSHP"): its schema-17 files are refused with a clear message."""
@@ -66,7 +75,7 @@ JOURNAL_MODES: Final = {
 }
 """The supported journal modes and their fixed statements (no SQL is assembled at run time)."""
 
-SCHEMA: Final = (
+CORE_SCHEMA: Final = (
     """CREATE TABLE store_identity (
   singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
   store_id TEXT NOT NULL
@@ -102,7 +111,10 @@ SCHEMA: Final = (
   PRIMARY KEY (session, seq)
 ) STRICT""",
 )
-"""The schema, one statement each (run in the transaction that stamps the identity)."""
+"""Schema version 1, one statement each."""
+
+SCHEMA: Final = (*CORE_SCHEMA, *SEARCH_SCHEMA)
+"""The schema (run in the transaction that stamps the identity), and ``FTS_SCHEMA`` when available."""
 # -- statements (fixed text; values are always bound) ---------------------------------------------
 
 SESSION_COLUMNS: Final = (
@@ -119,7 +131,7 @@ _OBJECTS: Final = (
     "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
     "ORDER BY type, name"
 )
-_STAMP: Final = ("PRAGMA application_id = 1095191623", "PRAGMA user_version = 1")
+_STAMP: Final = ("PRAGMA application_id = 1095191623", "PRAGMA user_version = 2")
 SELECT_STORE_ID: Final = "SELECT store_id FROM store_identity WHERE singleton = 1"
 INSERT_STORE_ID: Final = "INSERT INTO store_identity (singleton, store_id) VALUES (1, ?)"
 SELECT_SESSION: Final = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"
@@ -328,17 +340,40 @@ def _file_info(path: str) -> os.stat_result | None:
     return info
 
 
+def _schema(user_version: int, fts: bool) -> tuple[str, ...]:
+    """The statements of a schema version, with or without the FTS5 index."""
+    if user_version == PREVIOUS_VERSION:
+        return CORE_SCHEMA
+    return (*SCHEMA, *FTS_SCHEMA) if fts else SCHEMA
+
+
 @functools.cache
-def _reference_objects() -> list[tuple[Any, ...]]:
-    """The schema objects a correct database holds, built from ``SCHEMA`` in a throwaway database."""
+def _reference_objects(user_version: int, fts: bool) -> list[tuple[Any, ...]]:
+    """The schema objects a correct database holds, built from ``_schema`` in a throwaway database."""
     scratch = sqlite3.connect(":memory:")
     try:
-        for statement in SCHEMA:
+        for statement in _schema(user_version, fts):
             scratch.execute(statement)
         rows = scratch.execute(_OBJECTS).fetchall()
     finally:
         scratch.close()
     return [tuple(_normalized(part) for part in row) for row in rows]
+
+
+def search_index(conn: sqlite3.Connection) -> bool | None:
+    """The database's search index: None (schema 1, none), False (``search_rows`` only) or True (FTS5)."""
+    if conn.execute("SELECT user_version FROM pragma_user_version").fetchone()[0] == PREVIOUS_VERSION:
+        return None
+    return conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'search_fts'").fetchone() is not None
+
+
+def _objects_match(conn: sqlite3.Connection, user_version: int, file: str | None) -> bool:
+    objects = [tuple(_normalized(part) for part in row) for row in conn.execute(_OBJECTS)]
+    fts = any(row[1] == "search_fts" for row in objects)
+    if fts and not sqlite_search.fts5_available():
+        raise StoreError("the database has a full-text search index (FTS5), but this Python's sqlite3 "
+                         "module lacks FTS5: use a Python whose SQLite has FTS5", file=file)
+    return objects == _reference_objects(user_version, fts)
 
 
 def check_identity(conn: sqlite3.Connection, *, checked_cookie: int | None, file: str | None,
@@ -359,18 +394,17 @@ def check_identity(conn: sqlite3.Connection, *, checked_cookie: int | None, file
     if application_id != APPLICATION_ID:
         raise StoreError(f"the database has application id {application_id}, not agentlog's "
                          f"{APPLICATION_ID}{when}: it belongs to another application", file=file)
-    if user_version != USER_VERSION:
+    if user_version != USER_VERSION and (mutation or user_version != PREVIOUS_VERSION):
         raise SessionFormatUnsupportedError(
             f"the database uses agentlog SQLite schema version {user_version}, which is incompatible "
             f"with this build ({USER_VERSION}){when}; "
             + ("it was written by a newer agentlog — upgrade agentlog" if user_version > USER_VERSION
+               else "this build migrates it when a writer opens it" if user_version == PREVIOUS_VERSION
                else "this build ships no migration"), file=file)
-    if cookie != checked_cookie:
-        objects = [tuple(_normalized(part) for part in row) for row in conn.execute(_OBJECTS)]
-        if objects != _reference_objects():
-            raise StoreError(f"the database lacks the required schema objects or has extra ones{when} "
-                             "(its tables, columns, indexes, triggers and views must match agentlog's)",
-                             file=file)
+    if cookie != checked_cookie and not _objects_match(conn, user_version, file):
+        raise StoreError(f"the database lacks the required schema objects or has extra ones{when} "
+                         "(its tables, columns, indexes, triggers and views must match agentlog's)",
+                         file=file)
     return int(cookie)
 
 
@@ -395,7 +429,7 @@ def ensure_schema(conn: sqlite3.Connection, *, file: str | None, create: bool = 
             user_version, application_id, _ = conn.execute(_IDENTITY).fetchone()
             objects = conn.execute(_OBJECTS).fetchall()
             if user_version == 0 and application_id == 0 and not objects:
-                for statement in SCHEMA:
+                for statement in _schema(USER_VERSION, sqlite_search.fts5_available()):
                     conn.execute(statement)
                 conn.execute(INSERT_STORE_ID, (str(uuid.uuid4()),))
                 for statement in _STAMP:
@@ -412,7 +446,28 @@ def ensure_schema(conn: sqlite3.Connection, *, file: str | None, create: bool = 
             f"the database has an unversioned schema or application identity (application id "
             f"{application_id}, {len(objects)} schema objects): not an agentlog database",
             file=file)
+    if user_version == PREVIOUS_VERSION and application_id == APPLICATION_ID and create:
+        _migrate(conn, file)
     return check_identity(conn, checked_cookie=None, file=file, mutation=False)
+
+
+def _migrate(conn: sqlite3.Connection, file: str | None) -> None:
+    """Schema 1 to 2 in one transaction: the search tables, filled from every stored message row."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        user_version, _, _ = conn.execute(_IDENTITY).fetchone()
+        if user_version == PREVIOUS_VERSION:  # another writer may have migrated it meanwhile
+            check_identity(conn, checked_cookie=None, file=file, mutation=False)
+            fts = sqlite_search.fts5_available()
+            for statement in _schema(USER_VERSION, fts)[len(CORE_SCHEMA):]:
+                conn.execute(statement)
+            fill_index(conn, fts)
+            conn.execute(_STAMP[1])
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def set_journal_mode(conn: sqlite3.Connection, journal_mode: str, *, expected: str, deadline: float,

@@ -1,0 +1,187 @@
+"""The PostgreSQL store's search index: folded message text beside the rows, trigrams over it.
+
+``search_text`` holds one row per searchable event of a session's own rows (``fold`` of its
+message text, see ``agentlog.search_text``; the text, never the ``data_zstd`` bytes), written
+by the same statement that inserts the rows and deleted with them by a cascading foreign key.
+``folded LIKE '%query%'`` finds the candidates; when ``pg_trgm`` can be installed a GIN trigram
+index answers it, otherwise it is a sequential scan of the folded text. Every candidate is then
+confirmed by the exact scan of its event, so the hits are the scan's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final
+
+import psycopg
+from psycopg import sql
+
+from agentlog.errors import AgentlogError
+from agentlog.events import Event
+from agentlog.search_text import SEARCHED_TYPES, Candidates, indexed_texts
+from agentlog.store.postgres_rows import ROW_COLUMNS, decode_physical_row
+
+__all__ = ["SEARCH_TABLE", "SearchStatements", "candidates", "fill_index", "search_columns"]
+
+SEARCH_TABLE: Final = (
+    """CREATE TABLE {schema}.search_text (
+        session_id text NOT NULL,
+        seq bigint NOT NULL,
+        folded text NOT NULL,
+        PRIMARY KEY (session_id, seq),
+        FOREIGN KEY (session_id, seq) REFERENCES {schema}.events (session_id, seq) ON DELETE CASCADE)"""
+)
+"""Migration 2's table: deleting event rows (truncation, session deletion) deletes their text."""
+
+SEARCH_INSERT: Final = (
+    "INSERT INTO {schema}.search_text (session_id, seq, folded) SELECT %(id)s, s.seq, s.folded "
+    "FROM unnest(%(search_seq)b::bigint[], %(search_folded)b::text[]) AS s(seq, folded)"
+)
+"""The batch's folded text as two array parameters (``search_columns``)."""
+
+_TRIGRAMS: Final = "CREATE INDEX search_text_trigrams ON {schema}.search_text USING gin (folded {ops})"
+_MESSAGE_ROWS: Final = (
+    f"SELECT session_id, {', '.join(ROW_COLUMNS)} FROM {{schema}}.events "
+    "WHERE type IN ('user/message', 'assistant/message', 'tool/result', 'steering/message')"
+)
+_TEMPLATES: Final = {
+    "match": "SELECT session_id, seq FROM {schema}.search_text WHERE folded LIKE %s",
+    "sessions": "SELECT {columns}, (SELECT e.type FROM {schema}.events AS e WHERE e.session_id = s.id "
+                "AND e.seq >= s.base_length AND e.seq < s.next_seq ORDER BY e.seq DESC LIMIT 1) "
+                "FROM {schema}.sessions AS s WHERE s.id = ANY(%s)",
+    "last_type": "SELECT type FROM {schema}.events WHERE session_id = %s AND seq >= %s AND seq < %s "
+                 "ORDER BY seq DESC LIMIT 1",
+    "rows": f"SELECT e.session_id, {', '.join('e.' + name for name in ROW_COLUMNS)} "
+            "FROM {schema}.events AS e JOIN unnest(%s::text[], %s::bigint[]) AS wanted(session_id, seq) "
+            "ON e.session_id = wanted.session_id AND e.seq = wanted.seq",
+}
+_FILL_BATCH: Final = 1000
+
+Segments = list[tuple[str, int, int]]
+"""A session's ``(owner id, first seq, end seq)`` row ranges, own rows first."""
+Chain = Callable[[psycopg.Connection[Any], Sequence[Any]], "Segments | None"]
+"""The row ranges of a ``sessions`` row; None if the row or its fork chain is damaged."""
+
+
+class SearchStatements:
+    """The search SQL with the schema name filled in (rendered once per store)."""
+
+    def __init__(self, schema: str, session_columns: str) -> None:
+        name, columns = sql.Identifier(schema), sql.SQL(", ".join(f"s.{column.strip()}"
+                                                                   for column in session_columns.split(",")))
+        rendered = {key: sql.SQL(text).format(schema=name, columns=columns).as_string()
+                    for key, text in _TEMPLATES.items()}
+        self.match = rendered["match"]
+        self.sessions = rendered["sessions"]
+        self.last_type = rendered["last_type"]
+        self.rows = rendered["rows"]
+
+
+def search_columns(events: Iterable[Event]) -> dict[str, list[Any]]:
+    """``SEARCH_INSERT``'s parameters for a batch of events."""
+    found = list(indexed_texts(events))
+    return {"search_seq": [seq for seq, _ in found], "search_folded": [text for _, text in found]}
+
+
+def fill_index(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Migration 2's data step: index every stored message row, then add the trigram index if possible.
+
+    A row that does not decode is left out: the scan never hits it either (its session is
+    unreadable, or it is a torn tail and search scans such a session).
+    """
+    name = sql.Identifier(schema)
+    insert = sql.SQL(SEARCH_INSERT).format(schema=name).as_string()
+    with conn.cursor(name="agentlog_search_fill") as cursor:
+        cursor.execute(sql.SQL(_MESSAGE_ROWS).format(schema=name).as_string())
+        while batch := cursor.fetchmany(_FILL_BATCH):
+            by_session: dict[str, list[Event]] = {}
+            for session_id, *row in batch:
+                try:
+                    by_session.setdefault(session_id, []).extend(decode_physical_row(row))
+                except (AgentlogError, ValueError, TypeError):
+                    continue
+            for session_id, events in by_session.items():
+                conn.execute(insert, {"id": session_id, **search_columns(events)})
+    _add_trigrams(conn, name)
+
+
+def _add_trigrams(conn: psycopg.Connection[Any], name: sql.Identifier) -> None:
+    """A GIN trigram index when ``pg_trgm`` is installed or installable here (else LIKE scans)."""
+    try:
+        with conn.transaction():
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+            row = conn.execute("SELECT extnamespace::regnamespace::text FROM pg_extension "
+                               "WHERE extname = 'pg_trgm'").fetchone()
+            if row is None:
+                return
+            ops = sql.SQL("{}.gin_trgm_ops").format(sql.Identifier(row[0]))
+            conn.execute(sql.SQL(_TRIGRAMS).format(schema=name, ops=ops))
+    except psycopg.Error:
+        return
+
+
+def _like(folded: str) -> str:
+    """``folded`` as a LIKE pattern matching it anywhere, its ``%``, ``_`` and ``\\`` literal."""
+    escaped = folded.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def candidates(conn: psycopg.Connection[Any], statements: SearchStatements, folded: str,
+               session_ids: Sequence[str], chain: Chain, live: Iterable[str]) -> Candidates:
+    """Per session, the stored events that may hold ``folded`` (one read-only snapshot, caller's).
+
+    A session is left to the scan (None) when unknown or damaged, open in this process, when
+    its last stored event is not ``turn/end`` (reading it adds repair closers that are in no
+    row), or when a candidate row does not decode. A few statements whatever the session count.
+    """
+    matched: dict[str, set[int]] = {}
+    for session_id, seq in conn.execute(statements.match, (_like(folded),)):
+        matched.setdefault(session_id, set()).add(seq)
+    live_ids = set(live)
+    plans: dict[str, Segments] = {}
+    for *row, last in conn.execute(statements.sessions, (list(session_ids),)).fetchall():
+        segments = None if row[0] in live_ids else chain(conn, row)
+        if segments is not None and (last == "turn/end" if last is not None
+                                     else _ended(conn, statements, segments[1:])):
+            plans[row[0]] = segments
+    wanted = sorted({(owner, seq) for segments in plans.values() for owner, start, end in segments
+                     for seq in matched.get(owner, ()) if start <= seq < end})
+    rows = {}
+    if wanted:
+        owners, seqs = [owner for owner, _ in wanted], [seq for _, seq in wanted]
+        rows = {(row[0], row[1]): row[1:] for row in conn.execute(statements.rows, (owners, seqs))}
+    result: Candidates = {}
+    for session_id in session_ids:
+        segments = plans.get(session_id)
+        if segments is None:
+            result[session_id] = None
+            continue
+        found = [rows[key] for key in sorted((owner, seq) for owner, start, end in segments
+                                             for seq in matched.get(owner, ()) if start <= seq < end)
+                 if key in rows]
+        found.sort(key=lambda row: int(row[0]))
+        result[session_id] = _decoded(found, [])
+    return result
+
+
+def _ended(conn: psycopg.Connection[Any], statements: SearchStatements,
+           segments: Sequence[tuple[str, int, int]]) -> bool:
+    """Whether the session's last stored event is a ``turn/end``."""
+    for owner, start, end in segments:
+        row = conn.execute(statements.last_type, (owner, start, end)).fetchone()
+        if row is not None:
+            return bool(row[0] == "turn/end")
+    return True
+
+
+def _decoded(rows: Sequence[Sequence[Any]], into: list[Event]) -> list[Event] | None:
+    """``into`` extended with the events of ``rows``, or None when one does not decode."""
+    for row in rows:
+        try:
+            decoded = decode_physical_row(row)
+        except (AgentlogError, ValueError, TypeError):
+            return None
+        if len(decoded) != 1 or decoded[0].type not in SEARCHED_TYPES:  # a legacy shape: scan it
+            return None
+        into.extend(decoded)
+    return into

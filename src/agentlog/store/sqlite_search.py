@@ -1,0 +1,232 @@
+"""The SQLite store's search index: folded message text beside the rows, FTS5 trigrams over it.
+
+``search_rows`` holds one row per searchable event of a session's own rows (``fold`` of its
+message text, see ``agentlog.search_text``), written and deleted in the same transaction as
+the event rows. ``search_fts`` is an external-content FTS5 table with the trigram tokenizer
+over it (case-sensitive: the text is folded already), kept in step by this module's writes
+(triggers on a virtual table are refused under ``trusted_schema = OFF``). Without FTS5 in the
+``sqlite3`` module the database has no ``search_fts`` and ``instr`` over ``search_rows`` does
+the same pre-filtering. Every candidate is then confirmed by the exact scan of its event.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+from agentlog.events import Event
+from agentlog.search_text import SEARCHED_TYPES, indexed_texts
+from agentlog.store.sqlite_rows import Row, try_decode
+
+__all__ = [
+    "FTS_SCHEMA",
+    "SEARCH_SCHEMA",
+    "candidates",
+    "decode_candidates",
+    "fill_index",
+    "fts5_available",
+    "index_events",
+    "unindex_from",
+]
+
+SEARCH_SCHEMA: Final = (
+    """CREATE TABLE search_rows (
+  id INTEGER PRIMARY KEY,
+  session INTEGER NOT NULL REFERENCES sessions (key),
+  seq INTEGER NOT NULL,
+  folded TEXT NOT NULL,
+  UNIQUE (session, seq)
+) STRICT""",
+)
+"""The folded text table (schema version 2); no cascade: a session's index rows go first, explicitly."""
+
+FTS_SCHEMA: Final = (
+    "CREATE VIRTUAL TABLE search_fts USING fts5(folded, content='search_rows', content_rowid='id', "
+    "tokenize='trigram case_sensitive 1', detail=none)",
+)
+"""The trigram index, when the ``sqlite3`` module has FTS5 (created with the schema or migration).
+
+``detail=none`` keeps only which rows hold each trigram, not where (a smaller index, fewer
+writes); a row holding every trigram of the query is a candidate, and the scan confirms it."""
+
+TRIGRAM: Final = 3
+"""FTS5 trigrams answer queries of at least three characters; shorter ones use ``instr``."""
+MAX_TRIGRAMS: Final = 16
+"""Trigrams of a long query looked up (any subset still names every row that holds the query)."""
+
+_INSERT: Final = "INSERT INTO search_rows (session, seq, folded) VALUES (?, ?, ?)"
+_FTS_ADD: Final = (
+    "INSERT INTO search_fts (rowid, folded) SELECT id, folded FROM search_rows "
+    "WHERE session = ? AND seq BETWEEN ? AND ?"
+)
+_FTS_REMOVE: Final = (
+    "INSERT INTO search_fts (search_fts, rowid, folded) SELECT 'delete', id, folded FROM search_rows "
+    "WHERE session = ? AND seq >= ?"
+)
+_DELETE: Final = "DELETE FROM search_rows WHERE session = ? AND seq >= ?"
+_FTS_REBUILD: Final = "INSERT INTO search_fts (search_fts) VALUES ('rebuild')"
+_MESSAGE_ROWS: Final = (
+    "SELECT session, seq, type, time, data, source_event_seqs, surface_op, ignorable, op_first FROM events "
+    "WHERE type IN ('user/message', 'assistant/message', 'tool/result', 'steering/message') "
+    "AND ignorable IS NOT 0"
+)
+_MATCH_FTS: Final = (
+    "SELECT r.session, r.seq FROM search_fts JOIN search_rows AS r ON r.id = search_fts.rowid "
+    "WHERE search_fts MATCH ?"
+)
+_MATCH_SCAN: Final = "SELECT session, seq FROM search_rows WHERE instr(folded, ?) > 0"
+_SESSION: Final = "SELECT key, base_key, base_length FROM sessions WHERE id = ?"
+_PARENT: Final = "SELECT base_key, base_length FROM sessions WHERE key = ?"
+_LAST_TYPE: Final = (
+    "SELECT type FROM events WHERE session = ? AND seq >= ? AND seq < ? ORDER BY seq DESC LIMIT 1"
+)
+_ROW: Final = (
+    "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable, op_first FROM events "
+    "WHERE session = ? AND seq = ?"
+)
+_UNBOUNDED: Final = 1 << 62
+_FILL_BATCH: Final = 1000
+
+
+@functools.cache
+def fts5_available() -> bool:
+    """Whether this ``sqlite3`` module has FTS5 with the trigram tokenizer (SQLite 3.34+)."""
+    scratch = sqlite3.connect(":memory:")
+    try:
+        scratch.execute(FTS_SCHEMA[0].replace("content='search_rows', content_rowid='id', ", ""))
+    except sqlite3.Error:
+        return False
+    finally:
+        scratch.close()
+    return True
+
+
+# -- writes (inside the caller's write transaction) --------------------------------------------------
+
+
+def index_events(conn: sqlite3.Connection, key: int, events: Iterable[Event], fts: bool) -> None:
+    """Index the searchable events of a batch just inserted as session ``key``'s rows."""
+    rows = [(key, seq, text) for seq, text in indexed_texts(events)]
+    if not rows:
+        return
+    conn.executemany(_INSERT, rows)
+    if fts:
+        conn.execute(_FTS_ADD, (key, rows[0][1], rows[-1][1]))
+
+
+def unindex_from(conn: sqlite3.Connection, key: int, seq: int, fts: bool) -> None:
+    """Drop the index rows of session ``key`` from ``seq`` on (before its event rows go)."""
+    if fts:
+        conn.execute(_FTS_REMOVE, (key, seq))
+    conn.execute(_DELETE, (key, seq))
+
+
+def fill_index(conn: sqlite3.Connection, fts: bool) -> None:
+    """Index every stored message row (migration to schema 2); rows that do not decode are left out.
+
+    A row that does not decode is never a hit of the scan either: its session is unreadable or
+    it is a torn tail, and search scans a session whose candidate row does not decode.
+    """
+    cursor = conn.execute(_MESSAGE_ROWS)
+    while rows := cursor.fetchmany(_FILL_BATCH):  # bounded memory: the rows are read as they are indexed
+        batch: list[tuple[int, int, str]] = []
+        for session, *row in rows:
+            decoded = try_decode(tuple(row))
+            if not isinstance(decoded, str):
+                batch.extend((session, seq, text) for seq, text in indexed_texts(decoded))
+        conn.executemany(_INSERT, batch)
+    if fts:
+        conn.execute(_FTS_REBUILD)
+
+
+# -- reads ---------------------------------------------------------------------------------------------
+
+
+def _fts_query(folded: str) -> str:
+    """Every row holding ``folded`` holds each of its trigrams: an AND of FTS5 strings (``"`` doubled,
+    so nothing in the query is ever an operator, column filter or prefix)."""
+    trigrams = list(dict.fromkeys(folded[at:at + TRIGRAM] for at in range(len(folded) - TRIGRAM + 1)))
+    step = max(1, len(trigrams) // MAX_TRIGRAMS)
+    chosen = trigrams[::step][:MAX_TRIGRAMS]
+    return " AND ".join('"' + trigram.replace('"', '""') + '"' for trigram in chosen)
+
+
+def _matches(conn: sqlite3.Connection, folded: str, fts: bool) -> dict[int, set[int]]:
+    if fts and len(folded) >= TRIGRAM:
+        found = conn.execute(_MATCH_FTS, (_fts_query(folded),)).fetchall()
+    else:
+        found = conn.execute(_MATCH_SCAN, (folded,)).fetchall()
+    matched: dict[int, set[int]] = {}
+    for key, seq in found:
+        matched.setdefault(key, set()).add(seq)
+    return matched
+
+
+def _segments(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, int, int]] | None:
+    """``(key, first seq, end seq)`` of the rows a session reads, own rows first; None if unknown."""
+    row = conn.execute(_SESSION, (session_id,)).fetchone()
+    if row is None:
+        return None
+    key, base_key, limit = row
+    segments = [(key, limit or 0, _UNBOUNDED)]
+    seen = {key}
+    while base_key is not None:
+        parent = conn.execute(_PARENT, (base_key,)).fetchone()
+        if parent is None or base_key in seen or type(limit) is not int:
+            return None
+        seen.add(base_key)
+        start = parent[1] or 0
+        if start < limit:
+            segments.append((base_key, start, limit))
+        limit = min(limit, start)
+        base_key = parent[0]
+    return segments
+
+
+def _ended(conn: sqlite3.Connection, segments: Sequence[tuple[int, int, int]]) -> bool:
+    """Whether the session's last stored event is a ``turn/end`` (so reading it adds no closers)."""
+    for key, start, end in segments:
+        row = conn.execute(_LAST_TYPE, (key, start, end)).fetchone()
+        if row is not None:
+            return bool(row[0] == "turn/end")
+    return True
+
+
+def candidates(conn: sqlite3.Connection, folded: str, session_ids: Sequence[str], fts: bool,
+               live: Iterable[str]) -> dict[str, list[Row] | None]:
+    """Per session, the stored rows that may hold the text (read transaction held by the caller).
+
+    A session is left to the scan (None) when the index cannot stand for it: unknown or broken
+    chain (the scan names the error), open in this process (unflushed events), or a last event
+    that is not ``turn/end`` (reading it adds repair closers that are in no row).
+    """
+    matched = _matches(conn, folded, fts)
+    live_ids = set(live)
+    result: dict[str, list[Row] | None] = {}
+    for session_id in session_ids:
+        segments = None if session_id in live_ids else _segments(conn, session_id)
+        if segments is None or not _ended(conn, segments):
+            result[session_id] = None
+            continue
+        seqs = sorted(seq for key, start, end in segments for seq in matched.get(key, ())
+                      if start <= seq < end)
+        rows: list[Row] = []
+        for seq in seqs:
+            key = next(key for key, start, end in segments if start <= seq < end)
+            rows.extend(conn.execute(_ROW, (key, seq)).fetchall())
+        result[session_id] = rows
+    return result
+
+
+def decode_candidates(rows: Sequence[Row]) -> list[Event] | None:
+    """The events of candidate rows, or None when one does not decode or is a legacy shape (whose
+    upgrade on read only the scan applies): then the session is scanned."""
+    events: list[Event] = []
+    for row in rows:
+        decoded = try_decode(row)
+        if isinstance(decoded, str) or len(decoded) != 1 or decoded[0].type not in SEARCHED_TYPES:
+            return None
+        events.extend(decoded)
+    return events
