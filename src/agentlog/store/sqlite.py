@@ -55,7 +55,6 @@ from agentlog.errors import (
     PersistenceIOError,
     SessionCorruptionError,
     SessionExistsError,
-    SessionLockedError,
     SessionNotFoundError,
     StoreError,
     UsageError,
@@ -66,7 +65,7 @@ from agentlog.legacy import upgrade_legacy_chain
 from agentlog.packed import resolve_entries
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
 from agentlog.store.codec import SQLITE_MAX_MEMBERS
-from agentlog.store.filelock import lock_session_file
+from agentlog.store.filelock import lock_in_process, lock_session_file
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
 from agentlog.store.sqlite_errors import translate_error
 from agentlog.store.sqlite_rows import (
@@ -114,23 +113,6 @@ __all__ = ["SqliteStore"]
 
 _MAX_BUSY_MS: Final = 2_147_483_647
 _CACHE_SIZE: Final = 5
-
-
-# -- locks ---------------------------------------------------------------------------------------------
-
-
-class _MemoryLock(WriterLock):
-    """A lock of a ``:memory:`` store: a member of the store's in-process set."""
-
-    def __init__(self, held: set[str], guard: threading.Lock, session_id: str) -> None:
-        self._held, self._guard, self._session_id = held, guard, session_id
-        self._active = True
-
-    def release(self) -> None:
-        with self._guard:
-            if self._active:
-                self._active = False
-                self._held.discard(self._session_id)
 
 
 # -- the store -------------------------------------------------------------------------------------------
@@ -536,12 +518,7 @@ class SqliteStore(Store):
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
         self._check_open()
         if self.memory:
-            with self._memory_guard:
-                if session_id in self._memory_locks:
-                    raise SessionLockedError(f"session is open for writing by process {os.getpid()}",
-                                             session_id=session_id, pid=os.getpid())
-                self._memory_locks.add(session_id)
-            return _MemoryLock(self._memory_locks, self._memory_guard, session_id)
+            return lock_in_process(self._memory_locks, self._memory_guard, session_id)
         return lock_session_file(self._lock_path(session_id), session_id)
 
     def _children_of(self, session_id: str) -> list[str]:
