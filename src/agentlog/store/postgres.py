@@ -18,7 +18,7 @@ share a database with a schema each. Behind PgBouncer, use session pooling: writ
 
 Guarantees: each append is one transaction that checks the stored next seq, so a racing
 writer gets ``ConcurrentWriterError`` and logs never interleave; a live session holds a
-PostgreSQL advisory lock (on its own connection) for its lifetime, so a second writer on
+PostgreSQL advisory lock (on the store's one lock connection) for its lifetime, so a second writer on
 any host gets ``SessionLockedError`` naming the holder's process (a cold append or repair
 takes the same lock for its one write), and the lock is released when the holder's
 connection dies. ``tail()``/``atail()`` follow a live session from
@@ -166,7 +166,7 @@ class PostgresStore(Store):
         self._setup = threading.Lock()
         self._store_id: str | None = None
         self._aux = threading.Lock()
-        self._locks = AdvisoryLocks(self._connect, schema, self.where, max_idle=pool_max)
+        self._locks = AdvisoryLocks(self._connect, schema, self.where)
         self._incarnations: dict[str, uuid.UUID] = {}
         self._cache: OrderedDict[str, tuple[tuple[uuid.UUID, int], StoredLog]] = OrderedDict()
 
@@ -188,7 +188,7 @@ class PostgresStore(Store):
             return self._store_id
 
     def _connect(self, **extra: Any) -> psycopg.Connection[Any]:
-        """A new dedicated connection (writer locks, tail)."""
+        """A new dedicated connection (the lock connection, tail)."""
         with translate(where=self.where):
             return psycopg.connect(self.dsn, **self._connect_kwargs, **extra)
 
