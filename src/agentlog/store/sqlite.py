@@ -29,7 +29,8 @@ locks in memory.
 
 Threads: one connection (``check_same_thread=False``) serialized by a lock; LiveSession
 writers and readers of this process take turns on it (rows are decoded outside the lock),
-other processes get their own. The last five full reads are cached, keyed by revision. Every
+other processes get their own. Concurrent flushes of live sessions are committed in groups, one
+transaction with a savepoint per session's batch (``store/group_commit.py``). The last five full reads are cached, keyed by revision. Every
 ``sqlite3`` error is mapped to the most specific agentlog error, the original chained.
 """
 
@@ -63,9 +64,10 @@ from agentlog.events import Event
 from agentlog.header import SessionHeader
 from agentlog.legacy import upgrade_legacy_chain
 from agentlog.packed import resolve_entries
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, _State
 from agentlog.store.codec import SQLITE_MAX_MEMBERS
 from agentlog.store.filelock import lock_in_process, lock_session_file
+from agentlog.store.group_commit import GroupCommitStore, Pending, fail_all
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
 from agentlog.store.sqlite_errors import translate_error
 from agentlog.store.sqlite_rows import (
@@ -118,7 +120,7 @@ _CACHE_SIZE: Final = 5
 # -- the store -------------------------------------------------------------------------------------------
 
 
-class SqliteStore(Store):
+class SqliteStore(GroupCommitStore):
     """Sessions in one SQLite database file (or ``:memory:``).
 
     The path is checked when the store is constructed (§5.2), the file opened on first use
@@ -425,22 +427,54 @@ class SqliteStore(Store):
 
     def _append_batch(self, header: SessionHeader, events: Sequence[Event], *, materialize: bool) -> None:
         rows = encode_rows(events)
+        with self._writing(header.id) as conn:
+            self._append_rows(conn, header, events, rows, materialize=materialize)
+
+    def _append_group(self, group: Sequence[Pending]) -> None:
+        """One ``BEGIN IMMEDIATE`` ... ``COMMIT`` (one WAL sync) for every batch; each batch in its
+        own savepoint, so a refused one is rolled back alone and the others commit."""
+        encoded = []
+        for item in group:
+            try:
+                encoded.append((item, encode_rows(item.events)))
+            except Exception as exc:
+                item.error = exc
+        if not encoded:
+            return
+        try:
+            with self._writing(None) as conn:
+                for item, rows in encoded:
+                    sid = item.header.id
+                    self._cache.pop(sid, None)
+                    conn.execute("SAVEPOINT batch")
+                    try:
+                        with self._translated(sid):
+                            self._append_rows(conn, item.header, item.events, rows,
+                                              materialize=item.materialize)
+                    except Exception as exc:
+                        conn.execute("ROLLBACK TO batch")
+                        item.error = exc
+                    conn.execute("RELEASE batch")
+        except AgentlogError as exc:  # the commit (or the transaction) failed: none is durable
+            fail_all([item for item, _rows in encoded], exc)
+
+    def _append_rows(self, conn: sqlite3.Connection, header: SessionHeader, events: Sequence[Event],
+                     rows: Sequence[Sequence[Any]], *, materialize: bool) -> None:
         sid = header.id
-        with self._writing(sid) as conn:
-            if materialize:
-                key, next_seq = self._insert_session(conn, header), 0
-            else:
-                info = self._info(conn, sid)
-                if info is None:
-                    raise ConcurrentWriterError("the stored session vanished (another process deleted it)",
-                                                session_id=sid)
-                key, next_seq = info.key, self._tail_next(conn, info)
-            if events[0].seq != next_seq:
-                raise ConcurrentWriterError(
-                    f"append seq mismatch: stored next seq is {next_seq}, batch starts at {events[0].seq} "
-                    "(another writer appended first)", session_id=sid, seq=events[0].seq)
-            conn.executemany(INSERT_ROW, [(key, *row) for row in rows])
-            conn.execute(BUMP_REVISION, (key,))
+        if materialize:
+            key, next_seq = self._insert_session(conn, header), 0
+        else:
+            info = self._info(conn, sid)
+            if info is None:
+                raise ConcurrentWriterError("the stored session vanished (another process deleted it)",
+                                            session_id=sid)
+            key, next_seq = info.key, self._tail_next(conn, info)
+        if events[0].seq != next_seq:
+            raise ConcurrentWriterError(
+                f"append seq mismatch: stored next seq is {next_seq}, batch starts at {events[0].seq} "
+                "(another writer appended first)", session_id=sid, seq=events[0].seq)
+        conn.executemany(INSERT_ROW, [(key, *row) for row in rows])
+        conn.execute(BUMP_REVISION, (key,))
 
     def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
         """Truncate the torn tail seen by the read, append closers; refused as stale if the log changed.
