@@ -30,8 +30,9 @@ locks in memory.
 Threads: one connection (``check_same_thread=False``) serialized by a lock; LiveSession
 writers and readers of this process take turns on it (rows are decoded outside the lock),
 other processes get their own. Concurrent flushes of live sessions are committed in groups, one
-transaction with a savepoint per session's batch (``store/group_commit.py``). The last five full reads are cached, keyed by revision. Every
-``sqlite3`` error is mapped to the most specific agentlog error, the original chained.
+transaction with a savepoint per session's batch (``store/group_commit.py``). The last five
+full reads are cached, keyed by revision. Every ``sqlite3`` error is mapped to the most specific
+agentlog error, the original chained.
 """
 
 from __future__ import annotations
