@@ -30,8 +30,9 @@ from typing import Any, Final
 
 from agentlog.bench.runner import Context, Figure, Stat, Suite, Target, current_rss, peak_rss, run_child
 from agentlog.bench.store import BACKENDS, CWD, resolve_backends
-from agentlog.bench.store_backends import Backend
-from agentlog.bench.workload import record_workload
+from agentlog.bench.store_backends import Backend, PostgresBackend
+from agentlog.bench.store_floor import json_lines, split_turns
+from agentlog.bench.workload import record_workload, workload_events
 from agentlog.header import SessionHeader
 from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.writer import LiveSession
@@ -125,6 +126,10 @@ def _many(ctx: Context, backend: Backend, sessions: int) -> None:
                          lambda: once(1, 1, lone_turns))
     many = ctx.measure(f"{backend.name}: {sessions:,} sessions x {TURNS_EACH} turns, {workers} threads",
                        lambda: once(sessions, workers, TURNS_EACH))
+    floor = None
+    if isinstance(backend, PostgresBackend):
+        floor = ctx.measure(f"postgres baseline: one INSERT per turn of {lone_turns} turns, commit each",
+                            lambda: _commit_floor(backend, workdir, lone_turns))
     alone = None
     if _groups(backend, workdir):
         alone = ctx.measure(f"{backend.name}: the same, each flush committed alone (group commit off)",
@@ -132,8 +137,15 @@ def _many(ctx: Context, backend: Backend, sessions: int) -> None:
     shutil.rmtree(workdir, ignore_errors=True)
     group = backend.name
     lone = Stat.of(single["events_per_s"])
+    note = ""
+    if floor is not None:
+        floor_rate = Stat.of(floor["events_per_s"])
+        ctx.add(Figure("scale.commit_floor_events_per_s", "commit floor: each turn's JSON lines as one bytea "
+                       "row, one INSERT + synchronous commit per turn", "events/s", floor_rate, group=group,
+                       is_baseline=True))
+        note = f"{floor_rate.median / lone.median:.2f}x the commit floor's time"
     ctx.add(Figure("scale.single_events_per_s", "one session alone, durable per turn", "events/s", lone,
-                   group=group, is_baseline=True))
+                   group=group, is_baseline=True, note=note))
     ctx.add(Figure("scale.single_flush_p50_ms", "… its flush() p50", "ms", Stat.of(single["p50_ms"]),
                    group=group, is_baseline=True))
     aggregate = Stat.of(many["events_per_s"])
@@ -157,6 +169,30 @@ def _many(ctx: Context, backend: Backend, sessions: int) -> None:
                        note=f"{stat.median / lone.median:.2f}x one session's rate"))
         ctx.add(Figure("scale.ungrouped_flush_p99_ms", "… its flush() latency p99", "ms",
                        Stat.of(alone["p99_ms"]), group=group, is_baseline=True))
+
+
+def _commit_floor(backend: PostgresBackend, workdir: Path, turns: int) -> Mapping[str, float]:
+    """Events/s of committing the workload's turns as one row each (the server's durable floor)."""
+    import psycopg
+    from psycopg import sql
+
+    events = workload_events(turns)
+    batches = split_turns(b"".join(line + b"\n" for line in json_lines(events)))
+    place = backend.place(workdir / "floor")
+    name = sql.Identifier(place)
+    try:
+        with psycopg.connect(backend.dsn, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(name))
+            conn.execute(sql.SQL("CREATE TABLE {}.turns (n integer PRIMARY KEY, b bytea NOT NULL)")
+                         .format(name))
+            insert = sql.SQL("INSERT INTO {}.turns (n, b) VALUES (%s, %s)").format(name)
+            start = time.perf_counter()
+            for number, batch in enumerate(batches):
+                conn.execute(insert, (number, batch))
+            elapsed = time.perf_counter() - start
+    finally:
+        backend.remove(place)
+    return {"events_per_s": len(events) / elapsed}
 
 
 def _groups(backend: Backend, workdir: Path) -> bool:
