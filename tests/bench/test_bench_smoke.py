@@ -175,6 +175,18 @@ def test_unknown_backend_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
     assert "unknown backend(s) floppy" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("option", ["--tmp-dir", "--out", "--markdown"])
+def test_a_path_that_cannot_be_used_is_a_usage_error_before_anything_runs(
+    option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was a raw traceback (--tmp-dir), or a traceback after the whole run (--out, --markdown)."""
+    missing = tmp_path / "missing" / ("report" if option != "--tmp-dir" else "")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["core", "--turns", "1", option, str(missing)])
+    assert exit_info.value.code == 2
+    assert f"{option} {missing}".rstrip("/") in capsys.readouterr().err
+
+
 def test_a_missed_target_is_listed_with_its_figure_and_bound() -> None:
     slow = Figure("load.s", "cold load", "s", Stat.of([1.2, 1.4, 1.3]), group="jsonl-raw",
                   baseline="orjson.loads", ratio=2.0, target=Target("<=", 1.0),

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import os
 import random
-import selectors
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,51 +15,23 @@ from agentlog import Session
 from agentlog.bench.workload import workload_events
 from agentlog.invariants import check_invariants
 from agentlog.store.urls import open_store
+from tests.store.killing import kill_after_start
 
-REPO = Path(__file__).resolve().parents[2]
 TURNS = 40
 EXPECTED = workload_events(TURNS, seed=7)
 
 
 def _kill_at_random(url: str, session_id: str, rng: random.Random, env: dict[str, str] | None = None) -> int:
     """Start a recorder, SIGKILL it after a random delay; return the highest acknowledged seq count."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.crash_worker", url, session_id, str(TURNS)],
-        stdout=subprocess.PIPE, cwd=REPO, env=env or {**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    assert process.stdout is not None
-    selector = selectors.DefaultSelector()
-    selector.register(process.stdout, selectors.EVENT_READ)
     acked = 0
-    started = None
-    delay = rng.uniform(0.0, 0.5)
-    buffer = b""
-    while True:
-        if started is not None and time.monotonic() - started >= delay:
-            break
-        if not selector.select(timeout=0.005):
-            if process.poll() is not None:
-                break
-            continue
-        chunk = os.read(process.stdout.fileno(), 65536)
-        if not chunk:
-            break
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            if line == b"START":
-                started = time.monotonic()
-            elif line.startswith(b"ACK "):
-                acked = int(line.split()[1])
-    process.send_signal(signal.SIGKILL)
-    # Acks printed before the kill are promises: read what is still in the pipe.
-    rest = buffer + process.stdout.read()
-    for line in rest.split(b"\n"):
+
+    def take(line: bytes) -> None:
+        nonlocal acked
         if line.startswith(b"ACK "):
             acked = max(acked, int(line.split()[1]))
-    process.wait()
-    process.stdout.close()
-    selector.close()
+
+    kill_after_start([sys.executable, "-m", "tests.store.crash_worker", url, session_id, str(TURNS)],
+                     rng.uniform(0.0, 0.5), take, env)
     return acked
 
 

@@ -80,6 +80,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [name for name in names if name not in suites]
     if unknown:
         parser.error(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(suites)}, all")
+    if args.tmp_dir is not None and not args.tmp_dir.is_dir():
+        parser.error(f"--tmp-dir {args.tmp_dir}: not a directory")
+    for option, path in (("--out", args.out), ("--markdown", args.markdown)):
+        if path is not None and not path.parent.is_dir():
+            parser.error(f"{option} {path}: its directory does not exist")
     backends = _split(args.backends)
     bad = [name for name in backends if name not in BACKENDS]
     if bad:

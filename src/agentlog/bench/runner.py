@@ -52,7 +52,7 @@ __all__ = [
 SUITE_MODULES: Final = (
     "agentlog.bench.core", "agentlog.bench.store", "agentlog.bench.compaction", "agentlog.bench.peers",
     "agentlog.bench.adapters", "agentlog.bench.export", "agentlog.bench.fidelity",
-    "agentlog.bench.importers", "agentlog.bench.viewer", "agentlog.bench.search")
+    "agentlog.bench.importers", "agentlog.bench.viewer", "agentlog.bench.search", "agentlog.bench.scale")
 """Modules that each define a module-level ``SUITE``; later suites (compaction, peers) add theirs."""
 
 REPORT_FORMAT: Final = 1

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +20,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import orjson
-import zstandard
 
 from agentlog.bench.core import measure_generation
 from agentlog.bench.runner import (
@@ -37,11 +35,17 @@ from agentlog.bench.runner import (
     run_child,
 )
 from agentlog.bench.store_backends import Backend, Floors, JsonlBackend, PostgresBackend, SqliteBackend
+from agentlog.bench.store_floor import (
+    Floor,
+    TimedFileSystem,
+    compressor,
+    json_lines,
+    measure_floor,
+    plain_content,
+)
 from agentlog.bench.workload import record_workload
-from agentlog.errors import AgentlogError
 from agentlog.events import TURN_END, Event
 from agentlog.header import SessionHeader
-from agentlog.jsonvalue import thaw
 from agentlog.session import Session
 from agentlog.store.base import Store
 from agentlog.store.fs import FileSystem
@@ -60,8 +64,6 @@ __all__ = [
 
 SESSION_ID: Final = "bench-workload"
 CWD: Final = "/bench/workload"
-ZSTD_LEVEL: Final = 3
-"""The level agentlog's JSONL store (and Node's zstd) uses."""
 READ_TAIL: Final = 50
 """``read_from`` reads this many events at the end of the session."""
 READ_CALLS: Final = 25
@@ -106,35 +108,6 @@ NOT_APPLICABLE: Final = {"persist.fsync_share": "n/a (the database syncs)",
 """What a database column shows for the figures only the file stores have."""
 
 
-class TimedFileSystem(FileSystem):
-    """A ``FileSystem`` that adds up the time spent in fsync (files and directories)."""
-
-    def __init__(self) -> None:
-        self.fsync_seconds = 0.0
-        self.fsyncs = 0
-        self._guard = threading.Lock()
-
-    def _count(self, start: float) -> None:
-        elapsed = time.perf_counter() - start
-        with self._guard:
-            self.fsync_seconds += elapsed
-            self.fsyncs += 1
-
-    def fsync(self, fd: int) -> None:
-        start = time.perf_counter()
-        try:
-            super().fsync(fd)
-        finally:
-            self._count(start)
-
-    def fsync_dir(self, path: str) -> None:
-        start = time.perf_counter()
-        try:
-            super().fsync_dir(path)
-        finally:
-            self._count(start)
-
-
 @dataclass(slots=True)
 class _Persisted:
     """The last record + persist run: where it is, what it logged, and how long runs took."""
@@ -143,19 +116,6 @@ class _Persisted:
     header: SessionHeader
     events: Sequence[Event]
     samples: dict[str, list[float]]
-
-
-@dataclass(slots=True)
-class _Floor:
-    """Seconds of the physical baselines of one backend (per measured run)."""
-
-    dumps: list[float]
-    compress: list[float] | None
-    write: list[float]
-
-    def total(self) -> list[float]:
-        parts = [self.dumps, self.write] + ([self.compress] if self.compress is not None else [])
-        return [sum(values) for values in zip(*parts, strict=True)]
 
 
 def resolve_backends(requested: Sequence[str]) -> tuple[list[Backend], dict[str, str]]:
@@ -243,11 +203,12 @@ def _run_backend(ctx: Context, backend: Backend, generation: float) -> None:
         persisted = ctx.attempt(f"{backend.name} persist", lambda: _persist(ctx, backend, workdir, kept))
         if persisted is None:
             return
-        plain = ctx.attempt(f"{backend.name} raw content", lambda: _plain_content(backend, persisted))
+        content = partial(plain_content, backend, persisted.place, persisted.events, SESSION_ID)
+        plain = ctx.attempt(f"{backend.name} raw content", content)
         floor = None
         if plain is not None:
             floor = ctx.attempt(f"{backend.name} baselines",
-                                lambda: _floor(ctx, backend, workdir, persisted, plain))
+                                lambda: measure_floor(ctx, backend, workdir, persisted.events, plain))
         _persist_figures(ctx, backend, persisted, floor, generation)
         ctx.attempt(f"{backend.name} sizes", lambda: _sizes(ctx, backend, workdir, persisted, plain))
         if plain is not None:
@@ -317,7 +278,7 @@ def _child_persist(backend: Backend, place: str, turns: int) -> dict[str, Any]:
     return {"s": elapsed, "events": session.seq, "fsync_s": fs.fsync_seconds, "fsyncs": fs.fsyncs}
 
 
-def _persist_figures(ctx: Context, backend: Backend, persisted: _Persisted, floor: _Floor | None,
+def _persist_figures(ctx: Context, backend: Backend, persisted: _Persisted, floor: Floor | None,
                      generation: float) -> None:
     samples = persisted.samples
     count = samples["events"][-1]
@@ -340,109 +301,17 @@ def _persist_figures(ctx: Context, backend: Backend, persisted: _Persisted, floo
                    ratio=None if write is None else statistics.median(samples["fsync_s"]) / write))
 
 
-# -- physical baselines ------------------------------------------------------------------------
-
-
-def _plain_content(backend: Backend, persisted: _Persisted) -> bytes:
-    """The stored log as uncompressed JSONL (the raw artifact, or the events as JSON lines)."""
-    store = backend.open(persisted.place)
-    try:
-        artifact = store.read_raw(SESSION_ID)
-    except AgentlogError:
-        artifact = None
-    finally:
-        store.close()
-    if artifact is not None:
-        return artifact.content.encode("utf-8", "surrogatepass")
-    return b"".join(line + b"\n" for line in _json_lines(persisted.events))
-
-
-def _json_lines(events: Sequence[Event]) -> list[bytes]:
-    return [orjson.dumps(thaw(event.to_wire())) for event in events]
-
-
-def split_turns(plain: bytes) -> list[bytes]:
-    """JSONL content cut after every ``turn/end`` line: the durable batch of each turn."""
-    batches: list[bytes] = []
-    start = 0
-    for line in plain.splitlines(keepends=True):
-        if line.startswith(b'{"type":"' + TURN_END.encode() + b'"'):
-            end = plain.index(line, start) + len(line)
-            batches.append(plain[start:end])
-            start = end
-    if start < len(plain):
-        batches.append(plain[start:])
-    return batches
-
-
-def _compressor() -> zstandard.ZstdCompressor:
-    return zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True, write_content_size=False)
-
-
-def _floor(ctx: Context, backend: Backend, workdir: Path, persisted: _Persisted, plain: bytes) -> _Floor:
-    wires = [thaw(event.to_wire()) for event in persisted.events]
-    batches = split_turns(plain)
-
-    def dumps() -> Mapping[str, float]:
-        start = time.perf_counter()
-        for wire in wires:
-            orjson.dumps(wire)
-        return {"s": time.perf_counter() - start}
-
-    floor = _Floor(ctx.measure(f"{backend.name} baseline: orjson.dumps of every event", dumps)["s"], None, [])
-    chunks = batches
-    if backend.encoding == "zstd":
-        compressor = _compressor()
-
-        def compress() -> Mapping[str, float]:
-            start = time.perf_counter()
-            for batch in batches:
-                compressor.compress(batch)
-            return {"s": time.perf_counter() - start}
-
-        floor.compress = ctx.measure(f"{backend.name} baseline: zstandard per turn", compress)["s"]
-        chunks = [compressor.compress(batch) for batch in batches]
-    target = workdir / "floor.bin"
-
-    def write() -> Mapping[str, float]:
-        start = time.perf_counter()
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
-        try:
-            for chunk in chunks:
-                os.write(fd, chunk)
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        elapsed = time.perf_counter() - start
-        os.unlink(target)
-        return {"s": elapsed}
-
-    floor.write = ctx.measure(f"{backend.name} baseline: write the same bytes, fsync per turn", write)["s"]
-    group = backend.name
-    ctx.add(Figure("baseline.dumps_s", "orjson.dumps of every event", "s", Stat.of(floor.dumps),
-                   group=group, is_baseline=True))
-    if floor.compress is not None:
-        ctx.add(Figure("baseline.compress_s", f"zstandard (level {ZSTD_LEVEL}) of each turn's bytes", "s",
-                       Stat.of(floor.compress), group=group, is_baseline=True))
-    ctx.add(Figure("baseline.write_fsync_s", f"write the same {sum(map(len, chunks)):,} bytes, one fsync "
-                   f"per turn ({len(chunks)} fsyncs)", "s", Stat.of(floor.write), group=group,
-                   is_baseline=True))
-    ctx.add(Figure("baseline.physical_s", "physical floor (sum of the above)", "s", Stat.of(floor.total()),
-                   group=group, is_baseline=True))
-    return floor
-
-
 # -- sizes -------------------------------------------------------------------------------------
 
 
 def _sizes(ctx: Context, backend: Backend, workdir: Path, persisted: _Persisted, plain: bytes | None) -> None:
-    json_bytes = sum(len(line) + 1 for line in _json_lines(persisted.events))
+    json_bytes = sum(len(line) + 1 for line in json_lines(persisted.events))
     group = backend.name
     ctx.add(Figure("baseline.json_lines_bytes", "the events as compact JSON lines", "bytes",
                    Stat.of([json_bytes]), group=group, is_baseline=True))
     if backend.encoding == "zstd" and plain is not None:
         ctx.add(Figure("baseline.zstd_one_frame_bytes", "the packed content as one zstd frame", "bytes",
-                       Stat.of([len(_compressor().compress(plain))]), group=group, is_baseline=True))
+                       Stat.of([len(compressor().compress(plain))]), group=group, is_baseline=True))
     if backend.database:
         size = backend.size(persisted.place)
         ctx.add(Figure("size.packed_bytes", f"bytes on disk ({backend.size_label})", "bytes", Stat.of([size]),
@@ -543,7 +412,7 @@ def _child_loads(path: Path) -> dict[str, Any]:
 
 
 def _floors(backend: Backend, workdir: Path, persisted: _Persisted) -> Floors:
-    return backend.floors(workdir / "floors", _json_lines(persisted.events))
+    return backend.floors(workdir / "floors", json_lines(persisted.events))
 
 
 def _read_once(store: Store, first: int, count: int) -> float:

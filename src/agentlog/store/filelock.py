@@ -1,4 +1,5 @@
-"""Per-session writer locks as ``flock``s on lock files (JSONL and SQLite stores).
+"""Per-session writer locks of the JSONL and SQLite stores: ``flock``s on lock files (and an
+in-process set for a SQLite ``:memory:`` database, which no other process can open).
 
 The kernel drops an ``flock`` when its holder dies, even by SIGKILL, so a crashed writer
 never wedges a session and there is no pid reuse to misjudge; the holder's pid is written
@@ -12,13 +13,14 @@ import contextlib
 import errno
 import fcntl
 import os
+import threading
 from pathlib import Path
 
 from agentlog.errors import PersistenceIOError, SessionLockedError
 from agentlog.store.fs import FileSystem
 from agentlog.store.records import WriterLock
 
-__all__ = ["FileLock", "flock_holder", "lock_session_file"]
+__all__ = ["FileLock", "InProcessLock", "flock_holder", "lock_in_process", "lock_session_file"]
 
 
 class FileLock(WriterLock):
@@ -110,3 +112,27 @@ def flock_holder(path: Path, locks: str = "/proc/locks") -> int | None:
             if key == wanted and pid > 0:
                 return pid
     return None
+
+
+class InProcessLock(WriterLock):
+    """A lock of a ``:memory:`` store: a member of the store's in-process set."""
+
+    def __init__(self, held: set[str], guard: threading.Lock, session_id: str) -> None:
+        self._held, self._guard, self._session_id = held, guard, session_id
+        self._active = True
+
+    def release(self) -> None:
+        with self._guard:
+            if self._active:
+                self._active = False
+                self._held.discard(self._session_id)
+
+
+def lock_in_process(held: set[str], guard: threading.Lock, session_id: str) -> InProcessLock:
+    """Add ``session_id`` to ``held`` or raise ``SessionLockedError`` (this process holds it)."""
+    with guard:
+        if session_id in held:
+            raise SessionLockedError(f"session is open for writing by process {os.getpid()}",
+                                     session_id=session_id, pid=os.getpid())
+        held.add(session_id)
+    return InProcessLock(held, guard, session_id)

@@ -18,7 +18,7 @@ share a database with a schema each. Behind PgBouncer, use session pooling: writ
 
 Guarantees: each append is one transaction that checks the stored next seq, so a racing
 writer gets ``ConcurrentWriterError`` and logs never interleave; a live session holds a
-PostgreSQL advisory lock (on its own connection) for its lifetime, so a second writer on
+PostgreSQL advisory lock (on the store's one lock connection) for its lifetime, so a second writer on
 any host gets ``SessionLockedError`` naming the holder's process (a cold append or repair
 takes the same lock for its one write), and the lock is released when the holder's
 connection dies. ``tail()``/``atail()`` follow a live session from
@@ -63,7 +63,8 @@ from agentlog.jsonvalue import dumps, freeze, frozen_dict, loads
 from agentlog.legacy import chain_writers, upgrade_legacy_chain
 from agentlog.packed import resolve_entries
 from agentlog.search_text import Candidates
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, _State
+from agentlog.store.group_commit import GroupCommitStore, Pending, fail_all
 from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_follow import afollow, follow
 from agentlog.store.postgres_locks import AdvisoryLocks, application_name
@@ -126,7 +127,7 @@ def _header_values(header: SessionHeader) -> tuple[Any, ...]:
             header.seed_length, header.origin, header.delegation_depth, header.agent_preset, extra)
 
 
-class PostgresStore(Store):
+class PostgresStore(GroupCommitStore):
     """Sessions in one PostgreSQL schema; safe for many processes on many hosts."""
 
     name = "postgres"
@@ -141,7 +142,7 @@ class PostgresStore(Store):
         pool_max: int = 8,
         create: bool = True,
     ) -> None:
-        super().__init__(write_delay_ms=write_delay_ms)
+        super().__init__(write_delay_ms=write_delay_ms, group_writers=pool_max)
         if type(schema) is not str or not schema or "\0" in schema or len(schema.encode()) > 63:
             raise ValueError(f"schema must be a PostgreSQL identifier of 1..63 bytes, got {schema!r}")
         if not (is_safe_int(pool_min) and is_safe_int(pool_max) and 0 <= pool_min <= pool_max >= 1):
@@ -169,7 +170,7 @@ class PostgresStore(Store):
         self._setup = threading.Lock()
         self._store_id: str | None = None
         self._aux = threading.Lock()
-        self._locks = AdvisoryLocks(self._connect, schema, self.where, max_idle=pool_max)
+        self._locks = AdvisoryLocks(self._connect, schema, self.where)
         self._incarnations: dict[str, uuid.UUID] = {}
         self._cache: OrderedDict[str, tuple[tuple[uuid.UUID, int], StoredLog]] = OrderedDict()
 
@@ -191,7 +192,7 @@ class PostgresStore(Store):
             return self._store_id
 
     def _connect(self, **extra: Any) -> psycopg.Connection[Any]:
-        """A new dedicated connection (writer locks, tail)."""
+        """A new dedicated connection (the lock connection, tail)."""
         with translate(where=self.where):
             return psycopg.connect(self.dsn, **self._connect_kwargs, **extra)
 
@@ -346,8 +347,7 @@ class PostgresStore(Store):
         self._ready()
         sid, first, end = header.id, events[0].seq, events[-1].seq + 1
         incarnation = uuid.uuid4() if materialize else self._incarnations.get(sid)
-        params = {"id": sid, **encode_columns(events), **search_columns(events), "first": first, "end": end,
-                  "channel": self.channel(sid), "incarnation": incarnation}
+        params = self._append_params(sid, events, incarnation)
         with translate(sid, self.where), self._pool.connection() as conn:
             try:
                 if materialize:
@@ -364,6 +364,58 @@ class PostgresStore(Store):
                 raise self._mismatch(conn, sid, first, incarnation) from None
         if incarnation is not None:
             self._incarnations[sid] = incarnation
+
+    def _append_params(self, sid: str, events: Sequence[Event],
+                       incarnation: uuid.UUID | None) -> dict[str, Any]:
+        return {"id": sid, **encode_columns(events), **search_columns(events),
+                "first": events[0].seq, "end": events[-1].seq + 1,
+                "channel": self.channel(sid), "incarnation": incarnation}
+
+    def _append_group(self, group: Sequence[Pending]) -> None:
+        """The batches of several live sessions in one transaction sent as one pipeline (one
+        commit, one WAL flush). A batch whose expected seq no longer matches inserts nothing and
+        gets its own error; a statement error aborts the transaction, so then each batch is
+        written alone and only the bad one fails. A new session's first batch is written alone."""
+        self._ready()
+        ready: list[tuple[Pending, dict[str, Any]]] = []
+        for item in group:
+            try:
+                if item.materialize or len(group) == 1:
+                    self._append_batch(item.header, item.events, materialize=item.materialize)
+                else:
+                    ready.append((item, self._append_params(item.header.id, item.events,
+                                                            self._incarnations.get(item.header.id))))
+            except Exception as exc:
+                item.error = exc
+        if not ready:
+            return
+        try:
+            with translate(None, self.where), self._pool.connection() as conn:
+                try:
+                    with conn.pipeline(), conn.transaction():
+                        cursors = [conn.execute(self._sql.append, params) for _item, params in ready]
+                    refused = [(item, params) for (item, params), cursor in zip(ready, cursors, strict=True)
+                               if cursor.fetchone() is None]
+                except psycopg.DatabaseError as exc:
+                    if isinstance(exc, psycopg.OperationalError) or conn.broken:
+                        raise
+                    refused = ready  # rolled back whole: write each alone, so only the bad one fails
+                    retry = True
+                else:
+                    retry = False
+        except AgentlogError as exc:  # the connection failed: whether the group committed is unknown
+            fail_all([item for item, _params in ready], exc)
+            return
+        for item, params in refused:
+            try:
+                if retry:
+                    self._append_batch(item.header, item.events, materialize=False)
+                else:
+                    with translate(item.header.id, self.where), self._pool.connection() as conn:
+                        item.error = self._mismatch(conn, item.header.id, params["first"],
+                                                    params["incarnation"])
+            except Exception as exc:
+                item.error = exc
 
     def _mismatch(self, conn: psycopg.Connection[Any], sid: str, first: int,
                   incarnation: uuid.UUID | None) -> AgentlogError:

@@ -60,7 +60,7 @@ def locked_error(conn: psycopg.Connection[Any], key: int, session_id: str, what:
 
 
 class SessionLock(WriterLock):
-    """One session's advisory lock, held on a dedicated connection until ``release()``."""
+    """One session's advisory lock, held on the store's lock connection until ``release()``."""
 
     def __init__(self, owner: AdvisoryLocks, session_id: str, key: int,
                  conn: psycopg.Connection[Any]) -> None:
@@ -76,17 +76,23 @@ class SessionLock(WriterLock):
 
 
 class AdvisoryLocks:
-    """The writer locks one store holds, and a few idle lock connections kept for reuse."""
+    """The writer locks one store holds, all on one lock connection of the store.
 
-    def __init__(self, connect: Callable[..., psycopg.Connection[Any]], schema: str, where: str,
-                 max_idle: int) -> None:
+    Sharing it is what lets one process keep a thousand live sessions without a thousand
+    server connections (``max_connections`` is 100 by default). An advisory lock is
+    re-entrant within a PostgreSQL session, so exclusivity between this store's own sessions
+    is checked here, before the server is asked. If the connection dies, the server releases
+    every lock on it, as it would for each of them on connections of their own.
+    """
+
+    def __init__(self, connect: Callable[..., psycopg.Connection[Any]], schema: str, where: str) -> None:
         self._connect = connect
         self._schema = schema
         self._where = where
-        self._max_idle = max_idle
         self._guard = threading.Lock()
         self._held: dict[str, SessionLock] = {}
-        self._idle: list[psycopg.Connection[Any]] = []
+        self._taking: set[str] = set()
+        self._conn: psycopg.Connection[Any] | None = None
         self._closed = False
 
     def key(self, session_id: str) -> int:
@@ -95,40 +101,42 @@ class AdvisoryLocks:
     def acquire(self, session_id: str) -> SessionLock:
         """Take the session's lock or raise ``SessionLockedError`` naming the holder."""
         key = self.key(session_id)
-        conn = self._connection()
-        with translate(session_id, self._where):
-            try:
+        with self._guard:
+            if session_id in self._held or session_id in self._taking:
+                raise SessionLockedError(f"session is already open for writing by process {os.getpid()}",
+                                         session_id=session_id, pid=os.getpid())
+            self._taking.add(session_id)
+        try:
+            with translate(session_id, self._where):
+                conn = self._connection()
                 row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
                 if row is None or not row[0]:
                     raise locked_error(conn, key, session_id, "session is already open for writing")
-            except BaseException:
-                self._recycle(conn)
-                raise
-        lock = SessionLock(self, session_id, key, conn)
-        with self._guard:
-            self._held[session_id] = lock
-        return lock
+            lock = SessionLock(self, session_id, key, conn)
+            with self._guard:
+                self._held[session_id] = lock
+            return lock
+        finally:
+            with self._guard:
+                self._taking.discard(session_id)
 
     def _connection(self) -> psycopg.Connection[Any]:
-        """A healthy idle lock connection, else a new one."""
-        while True:
-            with self._guard:
-                conn = self._idle.pop() if self._idle else None
-            if conn is None:
-                return self._connect(application_name=application_name())
-            if not conn.closed and not conn.broken:
-                return conn
-            conn.close()
-
-    def _recycle(self, conn: psycopg.Connection[Any]) -> None:
+        """The store's lock connection, (re)opened when missing or dead."""
         with self._guard:
-            keep = (not self._closed and not conn.closed and not conn.broken
-                    and len(self._idle) < self._max_idle
-                    and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)
-            if keep:
-                self._idle.append(conn)
-        if not keep:
-            conn.close()
+            conn = self._conn
+            if conn is not None and not conn.closed and not conn.broken:
+                return conn
+            self._conn = None
+        fresh = self._connect(application_name=application_name())
+        with self._guard:
+            if self._conn is None and not self._closed:
+                self._conn = fresh
+                return fresh
+            winner = self._conn
+        fresh.close()  # another thread opened one first (or the store closed)
+        if winner is None:
+            raise psycopg.OperationalError("the store's lock connection is closed")
+        return winner
 
     def _release(self, lock: SessionLock, conn: psycopg.Connection[Any]) -> None:
         with self._guard:
@@ -137,16 +145,15 @@ class AdvisoryLocks:
         try:
             conn.execute("SELECT pg_advisory_unlock(%s)", (lock.key,))
         except psycopg.Error:
-            conn.close()  # a dead connection has released the lock already
-            return
-        self._recycle(conn)
+            conn.close()  # a dead connection has released its locks already
 
     def close(self) -> None:
-        """Close every lock connection (held locks are released with them)."""
+        """Close the lock connection (held locks are released with it)."""
         with self._guard:
             self._closed = True
-            connections = self._idle + [lock.conn for lock in self._held.values() if lock.conn is not None]
-            self._idle = []
+            connections = {id(conn): conn for conn in
+                           [self._conn, *(lock.conn for lock in self._held.values())] if conn is not None}
+            self._conn = None
             self._held.clear()
-        for conn in connections:
+        for conn in connections.values():
             conn.close()

@@ -30,8 +30,10 @@ locks in memory.
 
 Threads: one connection (``check_same_thread=False``) serialized by a lock; LiveSession
 writers and readers of this process take turns on it (rows are decoded outside the lock),
-other processes get their own. The last five full reads are cached, keyed by revision. Every
-``sqlite3`` error is mapped to the most specific agentlog error, the original chained.
+other processes get their own. Concurrent flushes of live sessions are committed in groups, one
+transaction with a savepoint per session's batch (``store/group_commit.py``). The last five
+full reads are cached, keyed by revision. Every ``sqlite3`` error is mapped to the most specific
+agentlog error, the original chained.
 """
 
 from __future__ import annotations
@@ -56,7 +58,6 @@ from agentlog.errors import (
     PersistenceIOError,
     SessionCorruptionError,
     SessionExistsError,
-    SessionLockedError,
     SessionNotFoundError,
     StoreError,
     UsageError,
@@ -66,9 +67,10 @@ from agentlog.header import SessionHeader
 from agentlog.legacy import upgrade_legacy_chain
 from agentlog.packed import resolve_entries
 from agentlog.search_text import Candidates
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, _State
 from agentlog.store.codec import SQLITE_MAX_MEMBERS
-from agentlog.store.filelock import lock_session_file
+from agentlog.store.filelock import lock_in_process, lock_session_file
+from agentlog.store.group_commit import GroupCommitStore, Pending, fail_all
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
 from agentlog.store.sqlite_errors import translate_error
 from agentlog.store.sqlite_rows import (
@@ -120,27 +122,10 @@ _MAX_BUSY_MS: Final = 2_147_483_647
 _CACHE_SIZE: Final = 5
 
 
-# -- locks ---------------------------------------------------------------------------------------------
-
-
-class _MemoryLock(WriterLock):
-    """A lock of a ``:memory:`` store: a member of the store's in-process set."""
-
-    def __init__(self, held: set[str], guard: threading.Lock, session_id: str) -> None:
-        self._held, self._guard, self._session_id = held, guard, session_id
-        self._active = True
-
-    def release(self) -> None:
-        with self._guard:
-            if self._active:
-                self._active = False
-                self._held.discard(self._session_id)
-
-
 # -- the store -------------------------------------------------------------------------------------------
 
 
-class SqliteStore(Store):
+class SqliteStore(GroupCommitStore):
     """Sessions in one SQLite database file (or ``:memory:``).
 
     The path is checked when the store is constructed (§5.2), the file opened on first use
@@ -450,23 +435,55 @@ class SqliteStore(Store):
 
     def _append_batch(self, header: SessionHeader, events: Sequence[Event], *, materialize: bool) -> None:
         rows = encode_rows(events)
+        with self._writing(header.id) as conn:
+            self._append_rows(conn, header, events, rows, materialize=materialize)
+
+    def _append_group(self, group: Sequence[Pending]) -> None:
+        """One ``BEGIN IMMEDIATE`` ... ``COMMIT`` (one WAL sync) for every batch; each batch in its
+        own savepoint, so a refused one is rolled back alone and the others commit."""
+        encoded = []
+        for item in group:
+            try:
+                encoded.append((item, encode_rows(item.events)))
+            except Exception as exc:
+                item.error = exc
+        if not encoded:
+            return
+        try:
+            with self._writing(None) as conn:
+                for item, rows in encoded:
+                    sid = item.header.id
+                    self._cache.pop(sid, None)
+                    conn.execute("SAVEPOINT batch")
+                    try:
+                        with self._translated(sid):
+                            self._append_rows(conn, item.header, item.events, rows,
+                                              materialize=item.materialize)
+                    except Exception as exc:
+                        conn.execute("ROLLBACK TO batch")
+                        item.error = exc
+                    conn.execute("RELEASE batch")
+        except AgentlogError as exc:  # the commit (or the transaction) failed: none is durable
+            fail_all([item for item, _rows in encoded], exc)
+
+    def _append_rows(self, conn: sqlite3.Connection, header: SessionHeader, events: Sequence[Event],
+                     rows: Sequence[Sequence[Any]], *, materialize: bool) -> None:
         sid = header.id
-        with self._writing(sid) as conn:
-            if materialize:
-                key, next_seq = self._insert_session(conn, header), 0
-            else:
-                info = self._info(conn, sid)
-                if info is None:
-                    raise ConcurrentWriterError("the stored session vanished (another process deleted it)",
-                                                session_id=sid)
-                key, next_seq = info.key, self._tail_next(conn, info)
-            if events[0].seq != next_seq:
-                raise ConcurrentWriterError(
-                    f"append seq mismatch: stored next seq is {next_seq}, batch starts at {events[0].seq} "
-                    "(another writer appended first)", session_id=sid, seq=events[0].seq)
-            conn.executemany(INSERT_ROW, [(key, *row) for row in rows])
-            index_events(conn, key, events, bool(self._fts))
-            conn.execute(BUMP_REVISION, (key,))
+        if materialize:
+            key, next_seq = self._insert_session(conn, header), 0
+        else:
+            info = self._info(conn, sid)
+            if info is None:
+                raise ConcurrentWriterError("the stored session vanished (another process deleted it)",
+                                            session_id=sid)
+            key, next_seq = info.key, self._tail_next(conn, info)
+        if events[0].seq != next_seq:
+            raise ConcurrentWriterError(
+                f"append seq mismatch: stored next seq is {next_seq}, batch starts at {events[0].seq} "
+                "(another writer appended first)", session_id=sid, seq=events[0].seq)
+        conn.executemany(INSERT_ROW, [(key, *row) for row in rows])
+        index_events(conn, key, events, bool(self._fts))
+        conn.execute(BUMP_REVISION, (key,))
 
     def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
         """Truncate the torn tail seen by the read, append closers; refused as stale if the log changed.
@@ -555,12 +572,7 @@ class SqliteStore(Store):
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
         self._check_open()
         if self.memory:
-            with self._memory_guard:
-                if session_id in self._memory_locks:
-                    raise SessionLockedError(f"session is open for writing by process {os.getpid()}",
-                                             session_id=session_id, pid=os.getpid())
-                self._memory_locks.add(session_id)
-            return _MemoryLock(self._memory_locks, self._memory_guard, session_id)
+            return lock_in_process(self._memory_locks, self._memory_guard, session_id)
         return lock_session_file(self._lock_path(session_id), session_id)
 
     def _children_of(self, session_id: str) -> list[str]:

@@ -31,6 +31,7 @@ from agentlog.events import Event
 from agentlog.invariants import InvariantChecker
 from agentlog.jsonvalue import valid_text
 from agentlog.session import Session
+from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.records import Inspection
 
 if TYPE_CHECKING:
@@ -289,7 +290,10 @@ class LiveSession:
         store = self.store
         try:
             with store._serialized(self.id):
-                store._write(self._state, batch)
+                if isinstance(store, GroupCommitStore):
+                    store._write_grouped(self._state, batch)
+                else:
+                    store._write(self._state, batch)
         except PersistenceIOError:
             raise
         except (InvalidEventError, InvalidHeaderError) as exc:  # the store refused the data itself
