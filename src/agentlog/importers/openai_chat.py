@@ -55,7 +55,11 @@ def message_content(value: Any, builder: LogBuilder, where: str) -> list[Any]:
 def tool_call_blocks(message: dict[str, Any], builder: LogBuilder) -> list[Any]:
     """The ``tool_calls`` of an assistant message as ``tool-call`` blocks."""
     blocks = []
-    for call in message.get("tool_calls") or ():
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        builder.note("malformed tool calls")
+        calls = []
+    for call in calls:
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict) or not isinstance(call.get("id"), str):
             builder.note("malformed tool call")
