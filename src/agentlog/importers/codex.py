@@ -185,7 +185,7 @@ def import_codex(source: SourceFile) -> list[Imported]:
     for line in lines:
         if line is not meta_line:
             rollout.feed(line)
-    origin: dict[str, Any] = {"format": "codex", "file": os.path.basename(source.path)}
+    origin: dict[str, Any] = {"format": "codex", "file": source.name}
     for key in ("originator", "cli_version", "source", "git"):
         if meta.get(key) is not None:
             origin[key] = meta[key]

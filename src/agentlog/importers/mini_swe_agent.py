@@ -9,7 +9,6 @@ The final ``exit`` message (the submission) joins the turn, which ends ``complet
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any, Final
 
@@ -86,7 +85,7 @@ def import_mini_swe_agent(source: SourceFile) -> list[Imported]:
     builder = LogBuilder(created)
     trajectory = Trajectory(builder, "mini-swe-agent", str(name or "unknown"), _action, frozenset({"extra"}))
     _fold(trajectory, messages, times)
-    origin: dict[str, Any] = {"format": "mini-swe-agent", "file": os.path.basename(source.path)}
+    origin: dict[str, Any] = {"format": "mini-swe-agent", "file": source.name}
     if isinstance(document, dict):
         origin.update({key: document[key] for key in ("instance_id", "trajectory_format", "info")
                        if document.get(key) is not None})

@@ -10,7 +10,6 @@ with ``agentlog.adapters.openai_messages.to_chat_messages`` gives the messages b
 from __future__ import annotations
 
 import hashlib
-import os
 from typing import Any, Final
 
 from agentlog.header import SessionHeader
@@ -120,7 +119,7 @@ def conversation(messages: list[Any], header: SessionHeader, *, model: str = "un
 
 
 def _header(session_id: str, source: SourceFile, **origin: Any) -> SessionHeader:
-    imported = {"format": "openai-chat", "file": os.path.basename(source.path), **origin}
+    imported = {"format": "openai-chat", "file": source.name, **origin}
     return SessionHeader(id=session_id, created_at=0, extra=freeze({"importedFrom": imported}))
 
 

@@ -8,6 +8,7 @@ byte offset, and the shape the format expects.
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -25,6 +26,16 @@ class SourceFile:
 
     path: str
     data: bytes
+
+    @property
+    def name(self) -> str:
+        """The file's base name as valid text (a name that is not UTF-8 gets U+FFFD), for the
+        session's ``importedFrom``: a lone surrogate from ``os.fsdecode`` is no JSON string."""
+        name = os.path.basename(self.path)
+        try:
+            return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        except UnicodeEncodeError:  # a surrogate no file system decoding makes
+            return name.encode("utf-8", "replace").decode("utf-8")
 
     def error(self, detail: str, *, line: int | None = None, offset: int | None = None) -> SourceFormatError:
         """A ``SourceFormatError`` naming this file (and the line, when known)."""
