@@ -246,3 +246,23 @@ def test_a_replacement_the_store_refuses_leaves_the_stored_session(tmp_path: Pat
             save_imported(store, bad, replace=True, wait=0.2)
     with open_store(url) as store:  # the refused replacement deleted nothing
         assert list(store.load("cc-small").events) == list(imported.events)
+
+
+def test_json_rows_escape_controls_and_undecodable_bytes_in_file_names(tmp_path: Path) -> None:
+    source = os.fsencode(tmp_path / "in")
+    os.makedirs(source)
+    good, bad = source + b"/\xff\xe2\x80\xaegood.json", source + b"/\x1b[2Jbad.json"
+    with open(good, "wb") as out:
+        out.write((FIXTURES / "openai-chat" / "small.json").read_bytes())
+    with open(bad, "wb") as out:
+        out.write(b"junk")
+    done = subprocess.run([sys.executable, "-m", "agentlog.cli", "--store", f"jsonl://{tmp_path / 'store'}",
+                           "import", "openai-chat", os.fsdecode(source), "--json"],
+                          capture_output=True, timeout=120, check=False)
+    assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+    assert done.returncode == 1  # one file could not be imported
+    found = [json.loads(line) for line in done.stdout.splitlines()]
+    assert sorted(row.get("outcome", "error") for row in found) == ["error", "imported"]
+    for raw in (b"\x1b", "\u202e".encode()):  # escaped in JSON, never raw on the terminal
+        assert raw not in done.stdout
+    assert any("\u202egood.json" in row["file"] for row in found)

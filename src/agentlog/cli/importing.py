@@ -10,15 +10,15 @@ from pathlib import Path
 from typing import Any, Final
 
 import click
-import orjson
 from rich.console import Console
 from rich.progress import Progress
 
 from agentlog.cli.app import State, handled
-from agentlog.cli.render import columns, console, errors, visible
+from agentlog.cli.render import columns, console, errors, json_text, visible
 from agentlog.errors import AgentlogError, UsageError
 from agentlog.importers import IMPORTERS, Imported, SourceFile, save_imported
 from agentlog.importers.claude_code import companions
+from agentlog.jsonvalue import as_text
 from agentlog.store.base import Store
 
 SUFFIXES: Final = {
@@ -137,7 +137,10 @@ def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id:
                 progress.update(task, completed=len({r["file"] for r in rows}))
     if as_json:
         for row in rows:
-            sys.stdout.write(orjson.dumps(row).decode() + "\n")
+            shown = {**row, "file": as_text(row["file"])}  # a name that is not UTF-8 has no JSON string
+            if "error" in row:
+                shown["error"] = as_text(row["error"])
+            sys.stdout.write(json_text(shown, indent=False) + "\n")
     else:
         _print_table(rows, console)
         skipped = sum(1 for row in rows if row.get("outcome") == "skipped")

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from agentlog.errors import SourceFormatError
+from agentlog.jsonvalue import as_text
 
 __all__ = ["Line", "SourceFile", "iso_ms", "json_document", "jsonl_records"]
 
@@ -31,11 +32,7 @@ class SourceFile:
     def name(self) -> str:
         """The file's base name as valid text (a name that is not UTF-8 gets U+FFFD), for the
         session's ``importedFrom``: a lone surrogate from ``os.fsdecode`` is no JSON string."""
-        name = os.path.basename(self.path)
-        try:
-            return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        except UnicodeEncodeError:  # a surrogate no file system decoding makes
-            return name.encode("utf-8", "replace").decode("utf-8")
+        return as_text(os.path.basename(self.path))
 
     def error(self, detail: str, *, line: int | None = None, offset: int | None = None) -> SourceFormatError:
         """A ``SourceFormatError`` naming this file (and the line, when known)."""
