@@ -18,7 +18,6 @@ from agentlog.cli.render import columns, console, errors, json_text, visible
 from agentlog.errors import AgentlogError, UsageError
 from agentlog.importers import IMPORTERS, Imported, SourceFile, save_imported
 from agentlog.importers.claude_code import companions
-from agentlog.jsonvalue import as_text
 from agentlog.store.base import Store
 
 SUFFIXES: Final = {
@@ -137,10 +136,7 @@ def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id:
                 progress.update(task, completed=len({r["file"] for r in rows}))
     if as_json:
         for row in rows:
-            shown = {**row, "file": as_text(row["file"])}  # a name that is not UTF-8 has no JSON string
-            if "error" in row:
-                shown["error"] = as_text(row["error"])
-            sys.stdout.write(json_text(shown, indent=False) + "\n")
+            sys.stdout.write(json_text(row, indent=False) + "\n")
     else:
         _print_table(rows, console)
         skipped = sum(1 for row in rows if row.get("outcome") == "skipped")
