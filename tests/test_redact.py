@@ -111,6 +111,22 @@ def test_value_keeps_names_and_structure() -> None:
     }
 
 
+def test_a_secret_named_by_its_key_is_redacted_in_structured_values_too() -> None:
+    # the text '"password": "hunter2hunter2"' is redacted; the same pair parsed (the anthropic
+    # export's tool input, a request header's config) must be as well
+    value = {"input": {"password": "hunter2hunter2", "env": {"DB_PASSWORD": "s3cr3t-value"}},
+             "config": [{"client_secret": "abc123def456"}], "password_hint": "the usual", "token_count": 5,
+             "api_key": "$API_KEY", "secret": ""}
+    assert redact_value(value) == {
+        "input": {"password": "[REDACTED:env-secret]", "env": {"DB_PASSWORD": "[REDACTED:env-secret]"}},
+        "config": [{"client_secret": "[REDACTED:env-secret]"}], "password_hint": "the usual",
+        "token_count": 5, "api_key": "$API_KEY", "secret": ""}  # references, empty values stay
+    assert sorted(secret_paths(value)) == [("data.config[0].client_secret", "env-secret"),
+                                           ("data.input.env.DB_PASSWORD", "env-secret"),
+                                           ("data.input.password", "env-secret")]
+    assert redact_value(redact_value(value)) == redact_value(value)
+
+
 def test_deep_values_do_not_exhaust_the_stack() -> None:
     value: object = "AKIAIOSFODNN7EXAMPLE"
     for _ in range(20_000):

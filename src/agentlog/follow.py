@@ -7,10 +7,12 @@ changed size or time, so an idle follower costs a few ``stat`` calls per interva
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Iterator
 
+from agentlog.errors import UsageError
 from agentlog.events import Event
 from agentlog.store.base import Store
 
@@ -28,8 +30,16 @@ def follow(store: Store, session_id: str, from_seq: int, *, idle_timeout: float 
     """Events with ``seq >= from_seq`` as they are stored, in order, each once.
 
     Ends after ``idle_timeout`` seconds without a new event (None: never); raises
-    ``SessionNotFoundError`` if the session is (or becomes) absent.
+    ``SessionNotFoundError`` if the session is (or becomes) absent. A NaN or negative
+    ``idle_timeout`` and a ``poll_interval`` that is not a positive number are refused
+    (``UsageError``): NaN compares false, so the follower would never stop (or spin).
     """
+    if idle_timeout is not None and not idle_timeout >= 0:
+        raise UsageError(f"idle_timeout must be None or a number of seconds >= 0, got {idle_timeout!r}",
+                         session_id=session_id)
+    if not 0 < poll_interval < math.inf:
+        raise UsageError(f"poll_interval must be a positive number of seconds, got {poll_interval!r}",
+                         session_id=session_id)
     tail = getattr(store, "tail", None)
     if tail is not None:  # PostgreSQL: LISTEN/NOTIFY
         yield from tail(session_id, from_seq, idle_timeout=idle_timeout,

@@ -26,6 +26,7 @@ from agentlog.errors import InvalidEventError
 
 __all__ = [
     "MAX_SAFE_INTEGER",
+    "as_text",
     "FrozenDict",
     "FrozenList",
     "JsonValue",
@@ -186,6 +187,17 @@ def valid_text(value: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def as_text(value: str) -> str:
+    """``value`` with its lone surrogates as U+FFFD: a file name ``os.fsdecode`` made of bytes that
+    are not UTF-8 (``\\xff`` -> ``\\udcff``) as text a JSON string can hold."""
+    if valid_text(value):
+        return value
+    try:
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate no file system decoding makes
+        return value.encode("utf-8", "replace").decode("utf-8")
 
 
 def _scalar_problem(value: Any) -> str | None:

@@ -244,9 +244,10 @@ def usage_from_openai(raw: dict[str, Any] | None) -> dict[str, int] | None:
         return None
     prompt = raw.get("prompt_tokens")
     completion = raw.get("completion_tokens")
-    details = raw.get("prompt_tokens_details") or {}
-    cached = raw.get("prompt_cache_hit_tokens", details.get("cached_tokens"))
-    reasoning = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    details, completion_details = raw.get("prompt_tokens_details"), raw.get("completion_tokens_details")
+    listed = details.get("cached_tokens") if isinstance(details, dict) else None
+    cached = raw.get("prompt_cache_hit_tokens", listed)
+    reasoning = completion_details.get("reasoning_tokens") if isinstance(completion_details, dict) else None
     usage: dict[str, int] = {}
     if isinstance(prompt, int):
         usage["inputTokens"] = prompt - cached if isinstance(cached, int) else prompt

@@ -151,8 +151,18 @@ def redact_text(text: str) -> str:
     return "".join(parts)
 
 
+def _named_secret(key: Any, member: Any) -> bool:
+    """A string member whose key names a secret (``"password": "..."`` parsed, as the text pattern
+    finds it unparsed); a reference (``$VAR``, ``%VAR%``), an empty or a replaced value is not."""
+    return (isinstance(member, str) and isinstance(key, str) and member != "" and member[0] not in "$%"
+            and not member.startswith("[REDACTED:") and _SECRET_KEY.fullmatch(key) is not None)
+
+
 def redact_value(value: Any) -> Any:
     """A plain copy of a JSON value (frozen or not) with every string redacted; keys are kept.
+
+    A string whose key names a secret (``password``, ``DB_PASSWORD``, ``client_secret``) is
+    replaced whole, as the ``env-secret`` pattern replaces it in text.
 
     Iterative, so a deeply nested value cannot exhaust the stack; a value whose JSON holds no
     anchor of any pattern (most events) is copied without a scan.
@@ -167,7 +177,11 @@ def redact_value(value: Any) -> Any:
             parent[key] = redact_text(item)
         elif isinstance(item, dict):
             parent[key] = copy = dict(item)
-            pending.extend((copy, name, member) for name, member in item.items())
+            for name, member in item.items():
+                if _named_secret(name, member):
+                    copy[name] = placeholder("env-secret")
+                else:
+                    pending.append((copy, name, member))
         elif isinstance(item, (list, tuple)):
             parent[key] = items = list(item)
             pending.extend((items, index, member) for index, member in enumerate(item))
@@ -184,6 +198,10 @@ def secret_paths(value: Any, path: str = "data") -> Iterator[tuple[str, str]]:
         if isinstance(item, str):
             yield from ((where, finding.kind) for finding in find_secrets(item))
         elif isinstance(item, dict):
-            pending.extend((f"{where}.{key}", member) for key, member in reversed(item.items()))
+            for key, member in reversed(item.items()):
+                if _named_secret(key, member):
+                    yield f"{where}.{key}", "env-secret"
+                else:
+                    pending.append((f"{where}.{key}", member))
         elif isinstance(item, (list, tuple)):
             pending.extend((f"{where}[{index}]", member) for index, member in reversed(list(enumerate(item))))

@@ -54,6 +54,17 @@ def test_a_symlink_leading_out_of_the_root_is_refused(tools: FileTools, tmp_path
     assert call(tools, "read_file", path="inner") == ToolOutput("readme\n")
 
 
+def test_a_symlink_loop_is_an_error_result(tools: FileTools) -> None:
+    (tools.root / "loop").symlink_to("loop")  # Path.resolve raises RuntimeError here before Python 3.13
+    (tools.root / "ping").symlink_to("pong")
+    (tools.root / "pong").symlink_to("ping")
+    for path in ("loop", "loop/inner", "ping", "src/../pong"):
+        for name in ("read_file", "list_dir"):
+            output = call(tools, name, path=path)
+            assert output.is_error and output.text.startswith("error: "), (name, path, output)
+            assert str(tools.root) not in output.text
+
+
 def test_fifos_devices_and_directories_are_not_read(tools: FileTools) -> None:
     os.mkfifo(tools.root / "pipe")  # opening it for reading would block the agent forever
     assert call(tools, "read_file", path="pipe") == ToolOutput("error: 'pipe' is not a regular file", True)

@@ -162,3 +162,10 @@ def test_json_says_what_was_written_and_needs_a_file(store: str, tmp_path: Path)
                                              "bytes": target.stat().st_size, "file": str(target)}
     code, _, err = invoke(store, "s1", "-f", "markdown", "--json")
     assert code == 2 and "use it with -o FILE" in err
+
+
+def test_an_output_in_a_missing_directory_is_named_as_given(store: str, tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "out.html"
+    code, _, err = invoke(store, "s1", "-f", "html", "-o", str(target))
+    assert code == 1 and "Traceback" not in err
+    assert str(target) in err and ".tmp" not in err, err  # not the temp file it never asked for

@@ -82,3 +82,23 @@ def _strings(value: object) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from _strings(item)
+
+
+@pytest.mark.parametrize("command", [["export", SID, "--format", "markdown", "-o", "OUT", "--json"],
+                                     ["fork", SID, "--child", "k", "--json"], ["check-upgrade", "--json"]])
+def test_json_output_names_a_path_that_is_not_utf8(tmp_path: Path, command: list[str]) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = os.fsdecode(os.fsencode(tmp_path) + b"/root\xff")  # a store root not valid UTF-8
+    url = hostile_store(Path(root))
+    out = os.fsdecode(os.fsencode(tmp_path) + b"/out\xff.md")
+    done = subprocess.run([sys.executable, "-m", "agentlog.cli", "--store", url,
+                           *[out if part == "OUT" else part for part in command]],
+                          capture_output=True, timeout=120, check=False)
+    assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    decoded = json.loads(done.stdout)
+    assert any("\ufffd" in text for text in _strings(decoded))  # the undecodable byte, as U+FFFD

@@ -222,3 +222,47 @@ def test_the_summary_table_never_wraps_a_session_id_in_a_narrow_terminal(tmp_pat
     assert session_id.startswith("openai-chat-") and len(session_id) > 20
     with open_store(store, create=False) as opened:
         assert [snapshot.header.id for snapshot in opened.listing().snapshots] == [session_id]
+
+
+@pytest.mark.parametrize("broken", ["not contiguous", "a turn/start no turn/end can close"])
+def test_a_replacement_the_store_refuses_leaves_the_stored_session(tmp_path: Path, broken: str) -> None:
+    import dataclasses
+
+    from agentlog import AgentlogError, Event
+    from agentlog.importers import save_imported
+    from tests.importers.helpers import import_file
+
+    (imported,) = import_file("claude-code", SMALL)
+    wire = [event.to_wire() for event in imported.events]
+    if broken == "not contiguous":
+        wire[1:] = [{**event, "seq": event["seq"] + 1} for event in wire[1:]]
+    else:  # a load refuses a turn/start whose turn is not a positive integer
+        wire[0] = {**wire[0], "data": {"turn": "one"}}
+    bad = dataclasses.replace(imported, events=tuple(Event.from_wire(event) for event in wire))
+    url = f"jsonl://{tmp_path}"
+    with open_store(url) as store:
+        assert save_imported(store, imported) == "imported"
+        with pytest.raises(AgentlogError):
+            save_imported(store, bad, replace=True, wait=0.2)
+    with open_store(url) as store:  # the refused replacement deleted nothing
+        assert list(store.load("cc-small").events) == list(imported.events)
+
+
+def test_json_rows_escape_controls_and_undecodable_bytes_in_file_names(tmp_path: Path) -> None:
+    source = os.fsencode(tmp_path / "in")
+    os.makedirs(source)
+    good, bad = source + b"/\xff\xe2\x80\xaegood.json", source + b"/\x1b[2Jbad.json"
+    with open(good, "wb") as out:
+        out.write((FIXTURES / "openai-chat" / "small.json").read_bytes())
+    with open(bad, "wb") as out:
+        out.write(b"junk")
+    done = subprocess.run([sys.executable, "-m", "agentlog.cli", "--store", f"jsonl://{tmp_path / 'store'}",
+                           "import", "openai-chat", os.fsdecode(source), "--json"],
+                          capture_output=True, timeout=120, check=False)
+    assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+    assert done.returncode == 1  # one file could not be imported
+    found = [json.loads(line) for line in done.stdout.splitlines()]
+    assert sorted(row.get("outcome", "error") for row in found) == ["error", "imported"]
+    for raw in (b"\x1b", "\u202e".encode()):  # escaped in JSON, never raw on the terminal
+        assert raw not in done.stdout
+    assert any("\u202egood.json" in row["file"] for row in found)

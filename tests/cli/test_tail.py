@@ -6,6 +6,9 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from tests.cli.conftest import REPO, invoke, record
 
@@ -74,3 +77,20 @@ def test_tail_of_a_missing_session_is_one_clear_error(store_url: str) -> None:
     record(store_url, "t1")
     missing = invoke(store_url, "tail", "nope", "-f")
     assert missing.exit_code == 1 and "not found" in missing.stderr
+
+
+def test_a_nan_idle_timeout_or_poll_interval_is_refused_not_followed_forever(tmp_path: Path) -> None:
+    from agentlog import MemoryStore, UsageError, follow
+    from tests.cli.conftest import run
+
+    with MemoryStore() as store, store.start("s") as live:
+        live.session.append("turn/start", {"turn": 1})
+        live.flush()
+        for options in ({"idle_timeout": float("nan")}, {"idle_timeout": -1.0}, {"poll_interval": 0.0},
+                        {"poll_interval": float("nan")}):
+            with pytest.raises(UsageError):
+                next(follow(store, "s", 0, **options))
+    url = f"jsonl://{tmp_path}/store"
+    record(url, "t1")
+    done = run(url, "tail", "t1", "-f", "--idle-timeout", "nan", timeout=30)
+    assert done.returncode == 1 and "idle" in done.stderr and "Traceback" not in done.stderr

@@ -81,3 +81,13 @@ def test_terminal_escapes_are_kept_as_data() -> None:
     (imported,) = IMPORTERS["openai-chat"](SourceFile("e.json", orjson.dumps(messages)))
     session = checked(imported)
     assert [m["content"][0]["text"] for m in session.derive_messages()] == [hostile, hostile]
+
+
+@pytest.mark.parametrize("fmt", sorted(SAMPLES))
+def test_a_file_name_that_is_not_utf8_imports(fmt: str) -> None:
+    # os.fsdecode(b"\xff\xfe.json"): what the CLI gets for a file whose name is not UTF-8
+    sessions = IMPORTERS[fmt](SourceFile("/imports/\udcff\udcfe.json", SAMPLES[fmt].read_bytes()))
+    for imported in sessions:
+        checked(imported)
+        origin = imported.header.to_wire()["importedFrom"]
+        assert origin["file"] == "\ufffd\ufffd.json"

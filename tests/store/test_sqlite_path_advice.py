@@ -42,3 +42,16 @@ def test_an_own_group_writable_directory_is_told_to_drop_group_write(tmp_path: P
     with pytest.raises(StoreError, match=f"chmod go-w {loose}"):
         SqliteStore(str(loose / "s.db"))
     assert stat.S_IMODE(loose.stat().st_mode) == 0o775  # advice only: nothing changed
+
+
+def test_a_database_under_a_directory_name_that_is_not_utf8_opens(tmp_path: Path) -> None:
+    from agentlog import Recorder, open_store
+
+    directory = os.fsencode(tmp_path) + b"/st\xff"
+    os.mkdir(directory, 0o700)
+    path = os.fsdecode(directory + b"/s.db")  # "st\udcff": as a shell-given argument arrives
+    with open_store(f"sqlite://{path}") as store, store.start("s") as live, Recorder(live).turn() as turn:
+        turn.user_message("hi")
+    assert os.path.isfile(directory + b"/s.db")  # that very file, not a re-encoded name
+    with open_store(f"sqlite://{path}") as store:
+        assert [event.type for event in store.load("s").events][:2] == ["turn/start", "user/message"]

@@ -1,7 +1,7 @@
 """Two read-only tools for a coding agent, confined to one root directory: read a file, list a directory.
 
 A tool never raises for what the model asked: a path outside the root (``..``, an absolute
-path, a symlink leading out), a missing file, a FIFO or device, or malformed arguments come
+path, a symlink leading out), a symlink loop, a missing file, a FIFO or device, or malformed arguments come
 back as an error result the model can read. Output is capped, and always valid text.
 """
 
@@ -84,7 +84,10 @@ class FileTools:
             raise _RefusedError("the path contains a NUL character")
         if os.path.isabs(path):
             raise _RefusedError(f"{path!r} is absolute; give a path relative to the project root")
-        resolved = (self.root / path).resolve()
+        try:
+            resolved = (self.root / path).resolve()
+        except RuntimeError:  # Python < 3.13 raises this for a symlink loop (3.13 leaves it to open: ELOOP)
+            raise _RefusedError(f"{path!r}: too many levels of symbolic links") from None
         if not resolved.is_relative_to(self.root):
             raise _RefusedError(f"{path!r} is outside the project root")
         return resolved

@@ -37,10 +37,11 @@ def write_output(data: bytes, output: Path | None) -> None:
         with open(temp, "xb") as file:
             file.write(data)
         os.replace(temp, output)
-    except OSError:
+    except OSError as exc:
         with contextlib.suppress(OSError):
             temp.unlink()
-        raise
+        # named by the path asked for, not by the temp file beside it
+        raise type(exc)(exc.errno, exc.strerror, str(output)) from exc
 
 
 def refuse_store_paths(store: Store, header: SessionHeader, output: Path) -> None:

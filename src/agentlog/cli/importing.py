@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import click
-import orjson
 from rich.console import Console
 from rich.progress import Progress
 
 from agentlog.cli.app import State, handled
-from agentlog.cli.render import columns, console, errors, visible
+from agentlog.cli.render import columns, console, errors, json_text, visible
 from agentlog.errors import AgentlogError, UsageError
 from agentlog.importers import IMPORTERS, Imported, SourceFile, save_imported
 from agentlog.importers.claude_code import companions
@@ -137,7 +136,7 @@ def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id:
                 progress.update(task, completed=len({r["file"] for r in rows}))
     if as_json:
         for row in rows:
-            sys.stdout.write(orjson.dumps(row).decode() + "\n")
+            sys.stdout.write(json_text(row, indent=False) + "\n")
     else:
         _print_table(rows, console)
         skipped = sum(1 for row in rows if row.get("outcome") == "skipped")

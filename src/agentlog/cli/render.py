@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from agentlog.errors import AgentlogError
-from agentlog.jsonvalue import dumps
+from agentlog.jsonvalue import as_text, dumps
 from agentlog.message_text import compact, text_of
 from agentlog.store.records import Unreadable
 from agentlog.visible import INVISIBLE
@@ -32,12 +32,29 @@ _JSON_INVISIBLE = {code: f"\\u{code:04x}" for code in INVISIBLE if code >= 0x7F}
 
 
 def json_text(value: Any, *, indent: bool = True) -> str:
-    """``value`` as JSON for a terminal: valid JSON in which no character can act on the terminal."""
+    """``value`` as JSON for a terminal: valid JSON in which no character can act on the terminal.
+
+    A lone surrogate (a path that is not UTF-8, as ``os.fsdecode`` gives it) is shown as U+FFFD.
+    """
     try:
         raw = orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
-    except orjson.JSONEncodeError:  # past orjson's depth limit
-        raw = dumps(value).decode()
+    except orjson.JSONEncodeError:  # past orjson's depth limit, or a lone surrogate
+        try:
+            raw = dumps(value).decode()
+        except orjson.JSONEncodeError:
+            raw = dumps(_texts(value)).decode()
     return json_safe(raw)
+
+
+def _texts(value: Any) -> Any:
+    """``value`` with every string (and key) as valid text (``as_text``)."""
+    if isinstance(value, str):
+        return as_text(value)
+    if isinstance(value, dict):
+        return {_texts(key): _texts(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_texts(item) for item in value]
+    return value
 
 
 def json_safe(raw: str) -> str:

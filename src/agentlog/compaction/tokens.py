@@ -436,9 +436,13 @@ class TokenMeter:
         return Anchor(event.seq, fold.header, surface, estimate, "estimated")
 
     def _output_price(self, event: Event, log: Sequence[Event]) -> int:
-        """The reassembled streamed output cited by ``sourceEventSeqs`` (absent: the message)."""
+        """The reassembled streamed output cited by ``sourceEventSeqs`` (absent: the message).
+
+        A replacing message (an ``AgentlogSession`` edit) cites the nodes it shadows, as a replace
+        must (spec S7), not chunks: its output is the message itself.
+        """
         sources = event.source_event_seqs
-        if sources is None:
+        if sources is None or isinstance(event.surface_op, Replace):
             return self.pricer.event(event)
         turn, step = _get(event.data, "turn"), _get(event.data, "step")
         blocks: dict[int, list[Any]] = {}

@@ -228,7 +228,7 @@ class _Session:
     def header(self) -> SessionHeader:
         first = self.first
         session_id = str(first["sessionId"])
-        origin: dict[str, Any] = {"format": "claude-code", "file": os.path.basename(self.source.path),
+        origin: dict[str, Any] = {"format": "claude-code", "file": self.source.name,
                                   "sessionId": session_id}
         for key in ("version", "gitBranch", "agentId", "slug"):
             if isinstance(first.get(key), str):

@@ -45,7 +45,7 @@ def _usage(info: Any) -> dict[str, int] | None:
         return None
     cached = last.get("cached_input_tokens") if type(last.get("cached_input_tokens")) is int else 0
     usage = {"inputTokens": last["input_tokens"] - cached,
-             "outputTokens": int(last.get("output_tokens") or 0)}
+             "outputTokens": last["output_tokens"] if type(last.get("output_tokens")) is int else 0}
     if cached:
         usage["cacheReadTokens"] = cached
     if type(last.get("reasoning_output_tokens")) is int and last["reasoning_output_tokens"]:
@@ -124,7 +124,7 @@ class _Rollout:
             self._flush()
             self.builder.at(time)
             self.builder.end_turn({"kind": "aborted", "reason": {"kind": "user"}})
-        elif kind == "event_msg" and payload.get("type") in _REPEATS:
+        elif kind == "event_msg" and str(payload.get("type")) in _REPEATS:
             pass
         elif kind == "event_msg":
             self.builder.note(f"event_msg/{payload.get('type')} record")
@@ -177,15 +177,15 @@ def import_codex(source: SourceFile) -> list[Imported]:
             meta_line.value["payload"].get("id"), str):
         raise source.error(f"no session_meta record with an id; expected {EXPECTED}")
     meta = meta_line.value["payload"]
-    prompts = {line.value["payload"].get("message") for line in lines
+    prompts = [line.value["payload"].get("message") for line in lines
                if line.value.get("type") == "event_msg" and isinstance(line.value.get("payload"), dict)
-               and line.value["payload"].get("type") == "user_message"}
+               and line.value["payload"].get("type") == "user_message"]
     created = max(0, iso_ms(meta.get("timestamp")) or iso_ms(meta_line.value.get("timestamp")) or 0)
     rollout = _Rollout(meta, {p for p in prompts if isinstance(p, str)}, created)
     for line in lines:
         if line is not meta_line:
             rollout.feed(line)
-    origin: dict[str, Any] = {"format": "codex", "file": os.path.basename(source.path)}
+    origin: dict[str, Any] = {"format": "codex", "file": source.name}
     for key in ("originator", "cli_version", "source", "git"):
         if meta.get(key) is not None:
             origin[key] = meta[key]

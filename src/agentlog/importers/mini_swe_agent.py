@@ -9,7 +9,6 @@ The final ``exit`` message (the submission) joins the turn, which ends ``complet
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any, Final
 
@@ -20,7 +19,7 @@ from agentlog.importers.builder import Imported, LogBuilder
 from agentlog.importers.openai_chat import content_id
 from agentlog.importers.source import SourceFile, json_document
 from agentlog.importers.trajectory import Trajectory
-from agentlog.jsonvalue import freeze
+from agentlog.jsonvalue import MAX_SAFE_INTEGER, freeze
 from agentlog.openai_wire import usage_from_openai as openai_usage
 
 __all__ = ["import_mini_swe_agent"]
@@ -50,7 +49,9 @@ def _extra(message: Any) -> dict[str, Any]:
 def _time(message: Any) -> int | None:
     """Epoch ms of a message's ``extra.timestamp`` (seconds), if it has one."""
     stamp = _extra(message).get("timestamp")
-    return int(stamp * 1000) if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) else None
+    if not isinstance(stamp, (int, float)) or isinstance(stamp, bool):
+        return None
+    return int(stamp * 1000) if 0 <= stamp * 1000 <= MAX_SAFE_INTEGER else None  # not NaN, not 1e308
 
 
 def _fold(trajectory: Trajectory, messages: list[Any], times: list[int | None]) -> None:
@@ -84,7 +85,7 @@ def import_mini_swe_agent(source: SourceFile) -> list[Imported]:
     builder = LogBuilder(created)
     trajectory = Trajectory(builder, "mini-swe-agent", str(name or "unknown"), _action, frozenset({"extra"}))
     _fold(trajectory, messages, times)
-    origin: dict[str, Any] = {"format": "mini-swe-agent", "file": os.path.basename(source.path)}
+    origin: dict[str, Any] = {"format": "mini-swe-agent", "file": source.name}
     if isinstance(document, dict):
         origin.update({key: document[key] for key in ("instance_id", "trajectory_format", "info")
                        if document.get(key) is not None})

@@ -10,7 +10,6 @@ with ``agentlog.adapters.openai_messages.to_chat_messages`` gives the messages b
 from __future__ import annotations
 
 import hashlib
-import os
 from typing import Any, Final
 
 from agentlog.header import SessionHeader
@@ -55,7 +54,11 @@ def message_content(value: Any, builder: LogBuilder, where: str) -> list[Any]:
 def tool_call_blocks(message: dict[str, Any], builder: LogBuilder) -> list[Any]:
     """The ``tool_calls`` of an assistant message as ``tool-call`` blocks."""
     blocks = []
-    for call in message.get("tool_calls") or ():
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        builder.note("malformed tool calls")
+        calls = []
+    for call in calls:
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict) or not isinstance(call.get("id"), str):
             builder.note("malformed tool call")
@@ -116,7 +119,7 @@ def conversation(messages: list[Any], header: SessionHeader, *, model: str = "un
 
 
 def _header(session_id: str, source: SourceFile, **origin: Any) -> SessionHeader:
-    imported = {"format": "openai-chat", "file": os.path.basename(source.path), **origin}
+    imported = {"format": "openai-chat", "file": source.name, **origin}
     return SessionHeader(id=session_id, created_at=0, extra=freeze({"importedFrom": imported}))
 
 

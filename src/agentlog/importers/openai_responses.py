@@ -9,7 +9,6 @@ use), which keeps every item's shell, so exporting ``openai-responses`` gives th
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -150,7 +149,7 @@ def import_openai_responses(source: SourceFile) -> list[Imported]:
     model = named if isinstance(named, str) and named else "unknown"
     session_id = content_id("openai-responses", source.data)
     header = SessionHeader(id=session_id, created_at=0, extra=freeze(
-        {"importedFrom": {"format": "openai-responses", "file": os.path.basename(source.path)}}))
+        {"importedFrom": {"format": "openai-responses", "file": source.name}}))
     ids = itertools.count(1)
     wire = responses_events(items, time=0, provider=PROVIDER, model=model, new_id=lambda: f"i{next(ids)}")
     wire = _with_header(wire, _request_header(body, model, unmapped))

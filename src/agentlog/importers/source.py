@@ -8,6 +8,7 @@ byte offset, and the shape the format expects.
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -15,6 +16,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from agentlog.errors import SourceFormatError
+from agentlog.jsonvalue import as_text
 
 __all__ = ["Line", "SourceFile", "iso_ms", "json_document", "jsonl_records"]
 
@@ -25,6 +27,12 @@ class SourceFile:
 
     path: str
     data: bytes
+
+    @property
+    def name(self) -> str:
+        """The file's base name as valid text (a name that is not UTF-8 gets U+FFFD), for the
+        session's ``importedFrom``: a lone surrogate from ``os.fsdecode`` is no JSON string."""
+        return as_text(os.path.basename(self.path))
 
     def error(self, detail: str, *, line: int | None = None, offset: int | None = None) -> SourceFormatError:
         """A ``SourceFormatError`` naming this file (and the line, when known)."""

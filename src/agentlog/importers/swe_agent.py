@@ -8,7 +8,6 @@ environment ``state``) and is counted, not kept; ``replay_config`` gives the mod
 
 from __future__ import annotations
 
-import os
 from typing import Any, Final
 
 import orjson
@@ -59,7 +58,7 @@ def import_swe_agent(source: SourceFile) -> list[Imported]:
                      len(document["trajectory"]))
     for key in sorted(set(document) - {"history", "trajectory", "info", "replay_config", "environment"}):
         builder.note(f"top-level key {key!r}")
-    origin: dict[str, Any] = {"format": "swe-agent", "file": os.path.basename(source.path)}
+    origin: dict[str, Any] = {"format": "swe-agent", "file": source.name}
     for key in ("environment", "info"):
         if document.get(key) is not None:
             origin[key] = document[key]

@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 from typing import Final, Literal
 
-from agentlog.errors import ConcurrentWriterError, SessionExistsError, SessionLockedError
+from agentlog.errors import ConcurrentWriterError, InvalidEventError, SessionExistsError, SessionLockedError
 from agentlog.importers.builder import Imported
+from agentlog.session import Session
 from agentlog.store.base import Store
+from agentlog.store.validate import validate_appended
 
 __all__ = ["Outcome", "save_imported"]
 
@@ -24,6 +26,8 @@ def save_imported(store: Store, imported: Imported, *, replace: bool = False, wa
     no-op. With ``replace`` the stored session is deleted first (refused while forks share it).
     While another writer holds the session (a concurrent import of the same file), wait up to
     ``wait`` seconds for it, then decide again; past that its ``SessionLockedError`` propagates.
+    A replacement is checked before the stored session is deleted: one the store would refuse
+    leaves it in place.
     """
     deadline = time.monotonic() + wait
     while True:
@@ -43,6 +47,7 @@ def _save(store: Store, imported: Imported, replace: bool) -> Outcome:
     except SessionExistsError:
         if not replace:
             return "skipped"
+        _check(imported)  # before the delete: a refused replacement must leave the stored session
         store.delete(header.id)
         store.create(header)
         outcome = "replaced"
@@ -52,3 +57,13 @@ def _save(store: Store, imported: Imported, replace: bool) -> Outcome:
         store._states.pop(header.id, None)
         raise
     return outcome
+
+
+def _check(imported: Imported) -> None:
+    """Refuse what ``Store.append`` would refuse of ``imported`` as a new session's first batch."""
+    sid = imported.header.id
+    for index, event in enumerate(imported.events):
+        if event.seq != index:
+            raise InvalidEventError(f"an imported log counts seqs from 0: event {index} has seq {event.seq}",
+                                    session_id=sid, seq=event.seq)
+    validate_appended(sid, Session._unsealed(sid, [], imported.header), imported.events)

@@ -207,7 +207,7 @@ class SqliteStore(GroupCommitStore):
             target, uri = ":memory:", False
         else:
             self._revision_prefix = open_file(self.path, create=self.may_create)
-            target, uri = f"file:{quote(self.path)}?mode=rw", True
+            target, uri = f"file:{quote(os.fsencode(self.path))}?mode=rw", True  # bytes: any file name
         conn = sqlite3.connect(target, timeout=self.busy_timeout_ms / 1000, isolation_level=None,
                                check_same_thread=False, uri=uri)
         try:
