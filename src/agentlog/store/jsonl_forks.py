@@ -24,8 +24,9 @@ from agentlog.events import Event
 from agentlog.header import SessionHeader
 from agentlog.jsonvalue import frozen_dict
 from agentlog.packed import LogEntry
-from agentlog.store.base import Store, _State
+from agentlog.store.base import Store
 from agentlog.store.fs import FileSystem, io_error
+from agentlog.store.hooks import _State
 from agentlog.store.jsonl_format import (
     SHARED_PREFIX_KEY,
     TornTail,

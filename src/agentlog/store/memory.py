@@ -17,7 +17,8 @@ from typing import Any
 from agentlog.errors import ConcurrentWriterError, SessionLockedError, SessionNotFoundError, UsageError
 from agentlog.events import Event
 from agentlog.header import SessionHeader
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
+from agentlog.store.hooks import _State
 from agentlog.store.records import Listing, Snapshot, StoredLog, WriterLock
 
 __all__ = ["MemoryStore"]

@@ -62,7 +62,8 @@ from agentlog.header import FORMAT_VERSION, SessionHeader
 from agentlog.jsonvalue import dumps, freeze, frozen_dict, loads
 from agentlog.legacy import chain_writers, upgrade_legacy_chain
 from agentlog.packed import resolve_entries
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
+from agentlog.store.hooks import _State
 from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_follow import afollow, follow
 from agentlog.store.postgres_locks import AdvisoryLocks, application_name

@@ -64,9 +64,10 @@ from agentlog.events import Event
 from agentlog.header import SessionHeader
 from agentlog.legacy import upgrade_legacy_chain
 from agentlog.packed import resolve_entries
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
 from agentlog.store.codec import SQLITE_MAX_MEMBERS
 from agentlog.store.filelock import lock_session_file
+from agentlog.store.hooks import _State
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
 from agentlog.store.sqlite_errors import translate_error
 from agentlog.store.sqlite_rows import (

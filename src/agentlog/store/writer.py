@@ -34,7 +34,8 @@ from agentlog.session import Session
 from agentlog.store.records import Inspection
 
 if TYPE_CHECKING:
-    from agentlog.store.base import Store, _State
+    from agentlog.store.base import Store
+    from agentlog.store.hooks import _State
     from agentlog.store.records import WriterLock
 
 __all__ = ["LiveSession"]
