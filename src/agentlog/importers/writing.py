@@ -46,9 +46,5 @@ def _save(store: Store, imported: Imported, replace: bool) -> Outcome:
         store.delete(header.id)
         store.create(header)
         outcome = "replaced"
-    try:
-        store.append(header.id, imported.events)
-    except BaseException:  # nothing was stored: forget the lazy creation so a retry starts afresh
-        store._states.pop(header.id, None)
-        raise
+    store.append(header.id, imported.events)  # refused: the store forgets the lazy creation
     return outcome

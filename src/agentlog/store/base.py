@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentlog.bulk import gc_paused
 from agentlog.errors import (
+    AgentlogError,
     ConcurrentWriterError,
     ForkError,
     InvalidEventError,
@@ -63,8 +65,23 @@ class Store(StoreHooks):
             self._states[sid] = _State(header)
 
     def append(self, session_id: str, events: Iterable[Event | dict[str, Any]]) -> None:
-        """Durably append a contiguous batch that continues the stored log."""
+        """Durably append a contiguous batch that continues the stored log.
+
+        A refused first append forgets the lazy creation: the id is free again and nothing of
+        it is stored (so ``create`` or ``start`` with it works), as if it had never been created.
+        """
         self._check_open()
+        try:
+            self._append(session_id, events)
+        except AgentlogError as exc:
+            exc.locate(session_id=session_id)
+            self._forget_unwritten(session_id)
+            raise
+        except BaseException:
+            self._forget_unwritten(session_id)
+            raise
+
+    def _append(self, session_id: str, events: Iterable[Event | dict[str, Any]]) -> None:
         batch = [event if type(event) is Event else Event.from_wire(event) for event in events]
         for event in batch:
             refuse_retired(event, session_id)
@@ -92,6 +109,20 @@ class Store(StoreHooks):
                         self._states.pop(session_id, None)
                     raise
                 self._remember(self._appending, session_id, base)
+
+    def _forget_unwritten(self, session_id: str) -> None:
+        """Drop a created session that has no stored log (its first append failed), and the
+        lock file a failed append may have left; a live or written session is kept."""
+        with self._serialized(session_id):
+            state = self._states.get(session_id)
+            if (state is not None and state.materialized) or session_id in self._live:
+                return
+            self._states.pop(session_id, None)
+            with self._guard:
+                self._appending.pop(session_id, None)
+            with contextlib.suppress(AgentlogError):  # tidying only: the refusal is what is raised
+                if not self._stored_exists(session_id):
+                    self._discard_lock_file(session_id)
 
     def _write(self, state: _State, batch: Sequence[Event]) -> None:
         """Append ``batch`` at ``state.cursor``; the cursor moves only after a durable write."""

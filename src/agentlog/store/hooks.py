@@ -114,6 +114,9 @@ class StoreHooks(ABC):
     def _read_raw(self, session_id: str) -> RawArtifact | None:
         raise UsageError(f"the {self.name} store does not expose raw artifacts", session_id=session_id)
 
+    def _discard_lock_file(self, session_id: str) -> None:  # noqa: B027 - only file locks leave files
+        """Remove the writer lock file of a session that was never stored, unless a writer holds it."""
+
     def _close_backend(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release backend resources (connections, file handles)."""
 
