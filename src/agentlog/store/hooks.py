@@ -114,6 +114,11 @@ class StoreHooks(ABC):
     def _read_raw(self, session_id: str) -> RawArtifact | None:
         raise UsageError(f"the {self.name} store does not expose raw artifacts", session_id=session_id)
 
+    def _writer_pid(self, session_id: str) -> int | None:
+        """The pid holding the session's writer lock, read without taking it; None when nobody
+        holds it. ``OSError`` when the backend cannot tell (see ``store.writer_probe``)."""
+        raise OSError(f"the {self.name} store cannot tell another process's writer lock")
+
     def _discard_lock_file(self, session_id: str) -> None:  # noqa: B027 - only file locks leave files
         """Remove the writer lock file of a session that was never stored, unless a writer holds it."""
 

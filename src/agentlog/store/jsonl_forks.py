@@ -25,7 +25,7 @@ from agentlog.header import SessionHeader
 from agentlog.jsonvalue import frozen_dict
 from agentlog.packed import LogEntry
 from agentlog.store.base import Store
-from agentlog.store.filelock import discard_lock_file
+from agentlog.store.filelock import discard_lock_file, flock_holder
 from agentlog.store.fs import FileSystem, io_error
 from agentlog.store.hooks import _State
 from agentlog.store.jsonl_format import (
@@ -285,6 +285,9 @@ class JsonlForks(Store):
 
     def _discard_lock_file(self, session_id: str) -> None:
         discard_lock_file(self._lock_path(session_id), session_id)
+
+    def _writer_pid(self, session_id: str) -> int | None:
+        return flock_holder(self._lock_path(session_id))
 
     def _delete_unguarded(self, session_id: str) -> None:
         path = self._find(session_id)

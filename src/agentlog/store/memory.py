@@ -106,6 +106,10 @@ class MemoryStore(Store):
             self._locked.add(session_id)
         return _MemoryLock(self, session_id)
 
+    def _writer_pid(self, session_id: str) -> int | None:
+        with self._locks_guard:
+            return os.getpid() if session_id in self._locked else None
+
     def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
                            suffix: Sequence[Event] = ()) -> None:
         """Copy the seed, but keep the parent referenced until ``materialize`` (the durable rules)."""

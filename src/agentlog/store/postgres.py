@@ -450,6 +450,10 @@ class PostgresStore(Store):
         self._ready()
         return self._locks.acquire(session_id)
 
+    def _writer_pid(self, session_id: str) -> int | None:
+        self._ready()
+        return self._locks.holder_pid(session_id)
+
     def _delete_stored(self, session_id: str) -> None:
         self._ready()
         with translate(session_id, self.where), self._pool.connection() as conn, conn.transaction():

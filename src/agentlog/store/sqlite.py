@@ -66,7 +66,7 @@ from agentlog.legacy import upgrade_legacy_chain
 from agentlog.packed import resolve_entries
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
 from agentlog.store.codec import SQLITE_MAX_MEMBERS
-from agentlog.store.filelock import discard_lock_file, lock_session_file
+from agentlog.store.filelock import discard_lock_file, flock_holder, lock_session_file
 from agentlog.store.hooks import _State
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
 from agentlog.store.sqlite_errors import translate_error
@@ -544,6 +544,11 @@ class SqliteStore(Store):
                 self._memory_locks.add(session_id)
             return _MemoryLock(self._memory_locks, self._memory_guard, session_id)
         return lock_session_file(self._lock_path(session_id), session_id)
+
+    def _writer_pid(self, session_id: str) -> int | None:
+        if self.memory:
+            return os.getpid() if session_id in self._memory_locks else None
+        return flock_holder(self._lock_path(session_id))
 
     def _discard_lock_file(self, session_id: str) -> None:
         if not self.memory:
