@@ -547,7 +547,8 @@ class SqliteStore(Store):
 
     def _writer_pid(self, session_id: str) -> int | None:
         if self.memory:
-            return os.getpid() if session_id in self._memory_locks else None
+            with self._memory_guard:
+                return os.getpid() if session_id in self._memory_locks else None
         return flock_holder(self._lock_path(session_id))
 
     def _discard_lock_file(self, session_id: str) -> None:
