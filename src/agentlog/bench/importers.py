@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import time
 from collections.abc import Mapping
 from functools import partial
@@ -67,19 +68,25 @@ def _scaling(ctx: Context) -> None:
     importer = IMPORTERS["openai-responses"]
     rates: list[float] = []
     for count in SCALES:
-        source = SourceFile(f"generated-{count}.json", orjson.dumps(responses_items(count)))
+        data = orjson.dumps(responses_items(count))
+        source = SourceFile(f"generated-{count}.json", data)
 
-        def once(source: SourceFile = source) -> Mapping[str, float]:
+        def once(source: SourceFile = source, data: bytes = data) -> Mapping[str, float]:
+            parse = _parse(data, jsonl=False)
             start = time.perf_counter()
             importer(source)
-            return {"import": time.perf_counter() - start}
+            return {"parse": parse, "import": time.perf_counter() - start}
 
         samples = ctx.measure(f"openai-responses: {count:,} generated items", once)
-        stat = Stat.of([count / seconds for seconds in samples["import"]])
-        ctx.add(Figure(f"openai-responses_{count // 1000}k_items_per_s",
-                       f"openai-responses: import {count:,} generated items (one turn)", "items/s", stat,
-                       group="openai-responses scaling"))
-        rates.append(stat.median)
+        parse = Stat.of([v * 1e3 for v in samples["parse"]])
+        rate = Stat.of([count / seconds for seconds in samples["import"]])
+        key, floor = f"openai-responses_{count // 1000}k", f"orjson.loads of the {count:,} items"
+        ctx.add(Figure(f"{key}_parse_ms", f"openai-responses: {floor}", "ms", parse,
+                       group="openai-responses scaling", is_baseline=True))
+        ratio = statistics.median(samples["import"]) / max(statistics.median(samples["parse"]), 1e-9)
+        ctx.add(Figure(f"{key}_items_per_s", f"openai-responses: import {count:,} generated items (one turn)",
+                       "items/s", rate, group="openai-responses scaling", baseline=floor, ratio=ratio))
+        rates.append(rate.median)
     ctx.note(f"openai-responses: {SCALES[-1]:,} items import at {rates[-1] / rates[0]:.2f} of the item rate "
              f"of {SCALES[0]:,} (1.00 = linear)")
 
