@@ -3,8 +3,10 @@
 "Verify on a copy that old sessions can be listed, read and restored" (seed 003): the store is
 copied to a private temporary directory (a JSONL root, or a SQLite database through SQLite's
 online backup), the copy is opened as a writer would open it, and every session is loaded,
-crash repairs committed — to the copy only. A PostgreSQL store is not copied: its sessions are
-read in place with ``inspect``, which never writes.
+crash repairs committed — to the copy only. A PostgreSQL store is not copied: its PostgreSQL
+form of "a copy" is one REPEATABLE READ, READ ONLY transaction (``PostgresStore.read_snapshot``),
+a consistent view that cannot write and blocks no writer, in which every session is listed and
+``inspect``ed (what a load would repair is reported, as the copy's load commits it).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import AbstractContextManager, closing, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,7 +63,8 @@ def check_upgrade(store_url: str, *, progress: Callable[[int, int], None] | None
         copy_url = _copy(original, Path(scratch))
         report = UpgradeCheck(store_url, scratch if copy_url else None)
         if copy_url is None:
-            _check(original, report, progress, write=False)
+            with _snapshot(original):
+                _check(original, report, progress, write=False)
         else:
             with open_store(copy_url) as copied:
                 _check(copied, report, progress, write=True)
@@ -84,6 +87,16 @@ def _copy(store: Store, scratch: Path) -> str | None:
         target.chmod(0o600)
         return f"sqlite://{target}"
     return None
+
+
+def _snapshot(store: Store) -> AbstractContextManager[None]:
+    """A PostgreSQL store's consistent read-only view; the memory stores need none."""
+    if store.name != "postgres":
+        return nullcontext()
+    from agentlog.store.postgres import PostgresStore
+
+    assert isinstance(store, PostgresStore)
+    return store.read_snapshot()
 
 
 def _check(store: Store, report: UpgradeCheck, progress: Callable[[int, int], None] | None,

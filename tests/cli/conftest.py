@@ -24,13 +24,10 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A store URL on one durable backend (PostgreSQL: a throwaway schema, dropped afterwards)."""
     kind = str(request.param)
     if kind == "postgres":
-        from tests.store.pg_worker import Schema
+        from tests.store.pg_worker import throwaway_url
 
-        schema = Schema.new()
-        try:
-            yield schema.url
-        finally:
-            schema.drop()
+        with throwaway_url() as url:
+            yield url
         return
     root = tmp_path / "store"
     yield {"jsonl-zstd": f"jsonl://{root}", "jsonl-raw": f"jsonl://{root}?compression=none",

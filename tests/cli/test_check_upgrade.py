@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from pathlib import Path
+from typing import Any
 
 from agentlog import JsonlStore, SessionHeader, Store, open_store
 from agentlog.store.zstd_frames import scan_zstd_frames
@@ -70,3 +72,66 @@ def test_check_upgrade_of_a_missing_store_creates_nothing(tmp_path: Path) -> Non
     result = invoke(f"jsonl://{missing}", "check-upgrade")
     assert result.exit_code == 1 and "no store at" in result.stderr
     assert not missing.exists()
+
+
+def _rows(schema: Any) -> list[list[tuple[Any, ...]]]:
+    """Every row of the store's tables, in a stable order."""
+    return [schema.sql(f"SELECT * FROM {{s}}.{table} ORDER BY 1, 2") for table in ("sessions", "events")] + [
+        schema.sql("SELECT * FROM {s}.meta ORDER BY 1")]
+
+
+def test_check_upgrade_on_postgres_reads_one_read_only_snapshot_and_blocks_no_writer() -> None:
+    from agentlog.store.postgres import PostgresStore
+    from agentlog.upgrade import check_upgrade
+    from tests.store.pg_worker import Schema
+
+    schema = Schema.new()
+    try:
+        for sid in ("a", "b", "c"):
+            record(schema.url, sid)
+        crash(schema.url, "crashed")
+        before = _rows(schema)
+        assert check_upgrade(schema.url).to_json()["ok"] is True
+        assert _rows(schema) == before  # row for row: nothing written, not even the repair
+
+        writes: list[str] = []
+
+        def meanwhile(done: int, total: int) -> None:
+            if done != 1:
+                return
+            worker = threading.Thread(target=lambda: (_delete(schema.url, "b"), record(schema.url, "d"),
+                                                      writes.append("done")))
+            worker.start()
+            worker.join(timeout=30)
+            assert writes == ["done"]  # the writer was not blocked by the check's transaction
+
+        report = check_upgrade(schema.url, progress=meanwhile)
+        statuses = {check.session_id: check.status for check in report.sessions}
+        assert statuses == {"a": "ok", "b": "ok", "c": "ok", "crashed": "repaired"}  # one snapshot
+        with open_store(schema.url) as store:
+            assert sorted(header.id for header in store.list()) == ["a", "c", "crashed", "d"]
+            assert isinstance(store, PostgresStore)
+            with store.read_snapshot(), store._reading() as conn:
+                assert conn.execute("SHOW transaction_read_only").fetchone() == ("on",)
+                assert conn.execute("SHOW transaction_isolation").fetchone() == ("repeatable read",)
+    finally:
+        schema.drop()
+
+
+def _delete(url: str, session_id: str) -> None:
+    with open_store(url) as store:
+        store.delete(session_id)
+
+
+def test_check_upgrade_on_postgres_reports_what_a_copy_reports(tmp_path: Path) -> None:
+    from agentlog.upgrade import check_upgrade
+    from tests.store.pg_worker import throwaway_url
+
+    copied = f"sqlite://{tmp_path / 'sessions.db'}"
+    with throwaway_url() as in_place:
+        for url in (copied, in_place):
+            record(url, "good")
+            crash(url, "crashed")
+        on_copy, on_snapshot = check_upgrade(copied).to_json(), check_upgrade(in_place).to_json()
+    assert on_copy["copy"] is not None and on_snapshot["copy"] is None
+    assert on_snapshot["sessions"] == on_copy["sessions"]

@@ -30,13 +30,10 @@ def rows(result: Result) -> list[dict[str, object]]:
 @pytest.fixture(params=["jsonl", "sqlite", "postgres"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "postgres":
-        from tests.store.pg_worker import Schema
+        from tests.store.pg_worker import throwaway_url
 
-        schema = Schema.new()
-        try:
-            yield schema.url
-        finally:
-            schema.drop()
+        with throwaway_url() as url:
+            yield url
         return
     yield f"jsonl://{tmp_path / 'store'}" if request.param == "jsonl" else f"sqlite://{tmp_path / 's.db'}"
 

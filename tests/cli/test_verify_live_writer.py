@@ -1,6 +1,6 @@
 """``verify`` tells a live writer from a crashed one: a real writer subprocess holding the session
 open makes it exit 3 ("open: being written by process N"); once SIGKILLed, the same open turn is
-interrupted (exit 2). The writer lock is only read (/proc/locks), never taken."""
+interrupted (exit 2). The writer lock is only read (/proc/locks; PostgreSQL: pg_locks), never taken."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,10 +31,16 @@ sys.stdin.read()  # hold the session open until the test kills us
 """
 
 
-@pytest.fixture(params=["jsonl", "sqlite"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+@pytest.fixture(params=["jsonl", "sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "postgres":  # the holder is read from pg_locks
+        from tests.store.pg_worker import throwaway_url
+
+        with throwaway_url() as url:
+            yield url
+        return
     root = tmp_path / "store"
-    return f"jsonl://{root}" if request.param == "jsonl" else f"sqlite://{root}/sessions.db"
+    yield f"jsonl://{root}" if request.param == "jsonl" else f"sqlite://{root}/sessions.db"
 
 
 @pytest.fixture
@@ -76,7 +83,9 @@ def test_verify_does_not_disturb_the_writer(url: str, writer: subprocess.Popen[s
 def test_a_sigkilled_writer_leaves_an_interrupted_turn(url: str, writer: subprocess.Popen[str]) -> None:
     writer.send_signal(signal.SIGKILL)
     writer.wait()
-    result = invoke(url, "verify", "busy")
+    deadline = time.monotonic() + 10  # PostgreSQL ends the dead client's backend when it notices
+    while (result := invoke(url, "verify", "busy")).exit_code == 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert result.exit_code == 2, result.output
     assert "recovered busy" in result.output and "interrupted turn 1" in result.output
     assert json.loads(invoke(url, "verify", "busy", "--json").output)["writer"] is None

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import collections
+import gc
+import sys
+import types
 from typing import Any
 
 import orjson
@@ -159,3 +163,42 @@ def test_any_json_is_refused_cleanly_or_imported_into_a_log_that_exports(items: 
     Session.restore(imported.header.id, [event.to_wire() for event in imported.events], imported.header)
     for view in ("surface", "log"):
         export(imported.header, imported.events, "openai-responses", view=view)  # type: ignore[arg-type]
+
+
+def _work(count: int) -> tuple[collections.Counter[str], int]:
+    """Python calls per function, and cyclic-GC collections, while importing ``count`` items."""
+    from agentlog.bench.importers import responses_items
+
+    source = SourceFile("r.json", orjson.dumps(responses_items(count)))
+    calls: collections.Counter[str] = collections.Counter()
+    collections_run: list[int] = []
+
+    def collected(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections_run.append(info["generation"])
+
+    def profile(frame: types.FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            calls[f"{frame.f_code.co_filename}:{frame.f_code.co_name}"] += 1
+
+    gc.callbacks.append(collected)
+    sys.setprofile(profile)
+    try:
+        import_openai_responses(source)
+    finally:
+        sys.setprofile(None)
+        gc.callbacks.remove(collected)
+    return calls, len(collections_run)
+
+
+def test_a_long_import_does_work_linear_in_its_items() -> None:
+    """Counted, not timed: 4x the items makes at most ~4x the calls of every function, and the
+    build runs with the cyclic GC paused (its full collections re-scanned everything built so far,
+    which made 32k items 6x slower than 8k)."""
+    small, _ = _work(500)
+    large, collections_run = _work(2000)
+    assert collections_run == 0
+    assert sum(large.values()) <= 4.2 * sum(small.values())
+    grown = {name: (small[name], count) for name, count in large.items()
+             if count > 4.2 * max(small[name], 10)}
+    assert grown == {}

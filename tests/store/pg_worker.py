@@ -14,6 +14,7 @@ Commands (each talks on stdout, one line per message):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -21,6 +22,7 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,6 +96,16 @@ class Schema:
 
     def drop(self) -> None:
         self.sql('DROP SCHEMA IF EXISTS {s} CASCADE')
+
+
+@contextlib.contextmanager
+def throwaway_url() -> Iterator[str]:
+    """The URL of a fresh schema on the test server, dropped on exit."""
+    schema = Schema.new()
+    try:
+        yield schema.url
+    finally:
+        schema.drop()
 
 
 def spawn(*args: str) -> subprocess.Popen[bytes]:

@@ -33,8 +33,9 @@ from agentlog import (
 )
 from agentlog.bench.workload import record_workload
 from agentlog.repair import interrupted_turn_closers
-from agentlog.store.base import Store, _State
+from agentlog.store.base import Store
 from agentlog.store.fs import FileSystem
+from agentlog.store.hooks import _State
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.jsonl_format import SHARED_PREFIX_KEY, encode_header_line
 from agentlog.store.writer import LiveSession

@@ -5,17 +5,20 @@ importer (parse, map, build the validated ``Event``s); the save is ``save_import
 JSONL zstd store (the cold append checks the log as a load would, then compresses and fsyncs) of
 at most ``SAVED`` sessions, so its ratio is to parsing the whole file only when the file holds one.
 The files come from ``../shared/data`` beside the repository (``$AGENTLOG_SHARED_DATA``).
+Beside them, ``openai-responses`` imports generated item lists of ``SCALES`` sizes (one long
+turn of tool rounds, the shape that was quadratic): items/s at each shows whether it is linear.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import time
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import orjson
 
@@ -36,6 +39,56 @@ CASES: Final = (
 IMPORT_OVER_PARSE: Final = Target("<=", 10.0)
 SAVED: Final = 20
 """Sessions of a file that the save phase writes (tau-bench holds 200; each costs its own fsyncs)."""
+
+
+SCALES: Final = (8_000, 32_000)
+"""Generated ``openai-responses`` item counts measured in one run."""
+
+
+def responses_items(count: int) -> list[dict[str, Any]]:
+    """A user prompt, then rounds of reasoning, a function call, its output and a reply (one turn)."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
+    round_ = 0
+    while len(items) < count:
+        items += [
+            {"type": "reasoning", "id": f"rs_{round_}",
+             "summary": [{"type": "summary_text", "text": "Look."}]},
+            {"type": "function_call", "id": f"fc_{round_}", "call_id": f"call_{round_}", "name": "read_file",
+             "arguments": f'{{"path": "src/module_{round_}.py"}}'},
+            {"type": "function_call_output", "call_id": f"call_{round_}",
+             "output": "def f():\n    return 1\n"},
+            {"type": "message", "role": "assistant", "id": f"msg_{round_}",
+             "content": [{"type": "output_text", "text": f"Read module {round_}.", "annotations": []}]},
+        ]
+        round_ += 1
+    return items[:count]
+
+
+def _scaling(ctx: Context) -> None:
+    importer = IMPORTERS["openai-responses"]
+    rates: list[float] = []
+    for count in SCALES:
+        data = orjson.dumps(responses_items(count))
+        source = SourceFile(f"generated-{count}.json", data)
+
+        def once(source: SourceFile = source, data: bytes = data) -> Mapping[str, float]:
+            parse = _parse(data, jsonl=False)
+            start = time.perf_counter()
+            importer(source)
+            return {"parse": parse, "import": time.perf_counter() - start}
+
+        samples = ctx.measure(f"openai-responses: {count:,} generated items", once)
+        parse = Stat.of([v * 1e3 for v in samples["parse"]])
+        rate = Stat.of([count / seconds for seconds in samples["import"]])
+        key, floor = f"openai-responses_{count // 1000}k", f"orjson.loads of the {count:,} items"
+        ctx.add(Figure(f"{key}_parse_ms", f"openai-responses: {floor}", "ms", parse,
+                       group="openai-responses scaling", is_baseline=True))
+        ratio = statistics.median(samples["import"]) / max(statistics.median(samples["parse"]), 1e-9)
+        ctx.add(Figure(f"{key}_items_per_s", f"openai-responses: import {count:,} generated items (one turn)",
+                       "items/s", rate, group="openai-responses scaling", baseline=floor, ratio=ratio))
+        rates.append(rate.median)
+    ctx.note(f"openai-responses: {SCALES[-1]:,} items import at {rates[-1] / rates[0]:.2f} of the item rate "
+             f"of {SCALES[0]:,} (1.00 = linear)")
 
 
 def shared_data() -> Path:
@@ -101,6 +154,7 @@ def run(ctx: Context) -> None:
             ctx.note(f"{fmt}: {path} not found (set AGENTLOG_SHARED_DATA)")
             continue
         ctx.attempt(fmt, partial(_case, ctx, fmt, path))
+    ctx.attempt("openai-responses scaling", partial(_scaling, ctx))
 
 
 SUITE: Final = Suite("importers", "importing real transcripts: import and save vs parsing their JSON", run)

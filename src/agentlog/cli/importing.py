@@ -107,7 +107,9 @@ def _print_table(rows: list[dict[str, Any]], to: Console) -> None:
                 type=click.Path(exists=True, path_type=Path))
 @click.option("--id", "session_id", default=None, metavar="ID",
               help="Store the file's session under ID (one PATH holding one session; its subagents follow).")
-@click.option("--replace", is_flag=True, help="Replace a session the store already holds under the same id.")
+@click.option("--replace", is_flag=True,
+              help="Replace a session the store already holds under the same id (the old one stays until "
+                   "the new one is stored whole).")
 @click.option("--json", "as_json", is_flag=True,
               help='One JSON object per session: file, session, outcome, events, turns, unmapped '
                    '(or file, error).')

@@ -113,10 +113,10 @@ def verify(state: State, session_id: str, as_json: bool) -> None:
       2  readable but recovered: a torn tail is ignored and/or an interrupted
          turn would be closed (load/open commits that repair)
       3  open: a live process holds the session's writer lock, so its open turn
-         is being recorded, not interrupted (JSONL and SQLite stores on Linux)
+         is being recorded, not interrupted (read from /proc/locks, or pg_locks)
       64 usage error
 
-    Where the writer cannot be told (PostgreSQL, or no /proc/locks), a turn another
+    Where the writer cannot be told (no /proc/locks: not Linux), a turn another
     process is still recording looks interrupted (2).
     """
     try:

@@ -149,8 +149,9 @@ def check_upgrade(state: State, as_json: bool) -> None:
     """Check that this agentlog version lists, reads and restores every session, on a copy.
 
     JSONL and SQLite stores are copied to a private temporary directory first (any crash repair
-    is committed to the copy only); PostgreSQL is read in place without writing. Exit status 1
-    when a session would not load.
+    is committed to the copy only); PostgreSQL is read in one read-only, repeatable-read
+    transaction (a consistent snapshot that cannot write). Exit status 1 when a session would
+    not load.
     """
     from agentlog.upgrade import check_upgrade as run_check
 

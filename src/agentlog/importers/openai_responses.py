@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from agentlog.adapters.responses_events import responses_events
 from agentlog.adapters.responses_items import item_side, split_item
+from agentlog.bulk import gc_paused
 from agentlog.errors import AgentlogError
 from agentlog.events import REQUEST_HEADER, Event
 from agentlog.header import SessionHeader
@@ -130,15 +131,30 @@ def _document(source: SourceFile) -> tuple[list[Any], Mapping[str, Any], str]:
     return items, body, prefix
 
 
-def import_openai_responses(source: SourceFile) -> list[Imported]:
-    """The one session of a list of Responses items or a request body (pure)."""
-    items, body, prefix = _document(source)
+def _frozen_items(source: SourceFile, items: list[Any], prefix: str) -> list[Any]:
+    """Each item checked and frozen once: the adapter reuses frozen values instead of copying them."""
+    frozen = []
     for index, item in enumerate(items):
         _checked_item(source, item, f"{prefix} {index}")
         try:
-            freeze(item, root=f"{prefix} {index}", what=f"{prefix} {index} is not plain JSON")
+            frozen.append(freeze(item, root=f"{prefix} {index}", what=f"{prefix} {index} is not plain JSON"))
         except AgentlogError as exc:
             raise source.error(f"{exc}; expected {EXPECTED}") from None
+    return frozen
+
+
+def import_openai_responses(source: SourceFile) -> list[Imported]:
+    """The one session of a list of Responses items or a request body (pure).
+
+    Built with the cyclic GC paused (``agentlog.bulk``): its full collections re-scan every
+    value built so far, which made a long import quadratic."""
+    with gc_paused():
+        return _import(source)
+
+
+def _import(source: SourceFile) -> list[Imported]:
+    items, body, prefix = _document(source)
+    items = _frozen_items(source, items, prefix)
     unmapped: dict[str, int] = {}
     for key in sorted(set(body) - _BODY_KEYS):
         _count(unmapped, f"request key {key!r}")

@@ -1,8 +1,8 @@
 """The store contract and the orchestration every backend shares (spec persistence §1-§2, §6).
 
-A backend implements a few storage hooks (read a stored log, append a durable batch,
-commit a repair, list, lock, delete); ``Store`` turns them into the public contract:
-lazy creation, contiguous appends, cold load with committed crash repair, read-only
+A backend implements a few storage hooks (read a stored log, append a durable batch, commit
+a repair, list, lock, delete: ``agentlog.store.hooks``); ``Store`` turns them into the public
+contract: lazy creation, contiguous appends, cold load with committed crash repair, read-only
 inspection, live sessions with write-behind, forks and deletion.
 """
 
@@ -10,22 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import threading
+import contextlib
 import uuid
-from abc import ABC, abstractmethod
-from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentlog.bulk import gc_paused
 from agentlog.errors import (
+    AgentlogError,
     ConcurrentWriterError,
     ForkError,
     InvalidEventError,
     SessionExistsError,
-    SessionLockedError,
     SessionNotFoundError,
     UsageError,
 )
@@ -35,7 +31,8 @@ from agentlog.legacy import needs_prefix, upgrade_legacy_chain
 from agentlog.packed import LogEntry, resolve_entries
 from agentlog.session import EventsView, Session
 from agentlog.storable import refuse_retired
-from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, StoredLog, WriterLock
+from agentlog.store.hooks import DEFAULT_WRITE_DELAY_MS, StoreHooks, _State
+from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, StoredLog
 from agentlog.store.validate import validate_appended, validate_stored
 
 if TYPE_CHECKING:
@@ -43,111 +40,12 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_WRITE_DELAY_MS", "Store"]
 
-DEFAULT_WRITE_DELAY_MS = 200
-"""The write-behind batching window: a fixed deadline from the first pending event."""
 
-PREPARED_CACHE_SIZE = 5
-"""Validated cold sessions kept per store (keyed by revision), as DSH's LRU default."""
-
-
-@dataclass(slots=True)
-class _State:
-    """What this process knows of one session's durable log."""
-
-    header: SessionHeader
-    cursor: int = 0
-    materialized: bool = False
-
-
-class Store(ABC):
-    """A place where sessions live durably. Backends implement the ``_hooks``.
+class Store(StoreHooks):
+    """A place where sessions live durably. Backends implement the ``_hooks`` of ``StoreHooks``.
 
     Blocking methods have ``a``-prefixed async twins that run them off the event loop.
     """
-
-    name = "store"
-
-    def __init__(self, *, write_delay_ms: int = DEFAULT_WRITE_DELAY_MS) -> None:
-        if not is_safe_int(write_delay_ms) or not 1 <= write_delay_ms <= 2_147_483_647:
-            raise ValueError(
-                f"write_delay_ms must be an integer between 1 and 2147483647, got {write_delay_ms!r}"
-            )
-        self.write_delay_ms = write_delay_ms
-        self._guard = threading.Lock()
-        self._id_locks: dict[str, threading.RLock] = {}
-        self._states: dict[str, _State] = {}
-        self._live: dict[str, LiveSession] = {}
-        self._prepared: OrderedDict[str, tuple[StoredLog, Session, list[Event]]] = OrderedDict()
-        self._fork_sources: OrderedDict[str, tuple[str, Session, int]] = OrderedDict()
-        self._appending: OrderedDict[str, Session] = OrderedDict()
-        """Validated logs that cold appends continue (LRU), so each batch is checked alone."""
-        """Validated prefixes that cold forks read: (revision, source, length), like ``_prepared``."""
-        self._closed = False
-
-    # -- hooks for backends ------------------------------------------------------------
-
-    @abstractmethod
-    def _load_stored(self, session_id: str) -> StoredLog | None:
-        """Read a stored log (header, valid prefix, torn marker), or None if absent."""
-
-    def _load_stored_until(self, session_id: str, until_seq: int) -> StoredLog | None:
-        """Read at least the events with ``seq < until_seq`` (a fork's prefix); backends that
-        can stop reading early override this. The rest of the log may be absent from the result."""
-        return self._load_stored(session_id)
-
-    def _load_stored_from(self, session_id: str, from_seq: int) -> StoredLog | None:
-        """Read events with ``seq >= from_seq``; seek-capable backends override this."""
-        stored = self._load_stored(session_id)
-        if stored is not None:
-            stored.events = stored.events[from_seq:]
-        return stored
-
-    @abstractmethod
-    def _stored_exists(self, session_id: str) -> bool:
-        """True when any stored artifact holds this id."""
-
-    @abstractmethod
-    def _append_batch(self, header: SessionHeader, events: Sequence[Event], *, materialize: bool) -> None:
-        """Durably append a contiguous batch; ``materialize`` creates the stored session atomically."""
-
-    @abstractmethod
-    def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
-        """Truncate the torn tail (if ``torn`` is not None), then durably append ``events``."""
-
-    @abstractmethod
-    def _listing(self) -> Listing:
-        """Every stored session; one that cannot be read is an ``Unreadable`` entry, not a raise."""
-
-    @abstractmethod
-    def _acquire_writer_lock(self, session_id: str) -> WriterLock:
-        """Take the session's exclusive writer lock or raise ``SessionLockedError``."""
-
-    @abstractmethod
-    def _delete_stored(self, session_id: str) -> None:
-        """Remove every stored artifact of the session."""
-
-    @abstractmethod
-    def _children_of(self, session_id: str) -> list[str]:
-        """Ids of stored sessions whose prefix references this one."""
-
-    def _read_raw(self, session_id: str) -> RawArtifact | None:
-        raise UsageError(f"the {self.name} store does not expose raw artifacts", session_id=session_id)
-
-    def _close_backend(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
-        """Release backend resources (connections, file handles)."""
-
-    # -- per-id serialization -------------------------------------------------------------
-
-    @contextmanager
-    def _serialized(self, session_id: str) -> Iterator[None]:
-        with self._guard:
-            lock = self._id_locks.setdefault(session_id, threading.RLock())
-        with lock:
-            yield
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise UsageError(f"the {self.name} store is closed")
 
     # -- the public contract ---------------------------------------------------------------
 
@@ -167,8 +65,23 @@ class Store(ABC):
             self._states[sid] = _State(header)
 
     def append(self, session_id: str, events: Iterable[Event | dict[str, Any]]) -> None:
-        """Durably append a contiguous batch that continues the stored log."""
+        """Durably append a contiguous batch that continues the stored log.
+
+        A refused first append forgets the lazy creation: the id is free again and nothing of
+        it is stored (so ``create`` or ``start`` with it works), as if it had never been created.
+        """
         self._check_open()
+        try:
+            self._append(session_id, events)
+        except AgentlogError as exc:
+            exc.locate(session_id=session_id)
+            self._forget_unwritten(session_id)
+            raise
+        except BaseException:
+            self._forget_unwritten(session_id)
+            raise
+
+    def _append(self, session_id: str, events: Iterable[Event | dict[str, Any]]) -> None:
         batch = [event if type(event) is Event else Event.from_wire(event) for event in events]
         for event in batch:
             refuse_retired(event, session_id)
@@ -197,6 +110,20 @@ class Store(ABC):
                     raise
                 self._remember(self._appending, session_id, base)
 
+    def _forget_unwritten(self, session_id: str) -> None:
+        """Drop a created session that has no stored log (its first append failed), and the
+        lock file a failed append may have left; a live or written session is kept."""
+        with self._serialized(session_id):
+            state = self._states.get(session_id)
+            if (state is not None and state.materialized) or session_id in self._live:
+                return
+            self._states.pop(session_id, None)
+            with self._guard:
+                self._appending.pop(session_id, None)
+            with contextlib.suppress(AgentlogError):  # tidying only: the refusal is what is raised
+                if not self._stored_exists(session_id):
+                    self._discard_lock_file(session_id)
+
     def _write(self, state: _State, batch: Sequence[Event]) -> None:
         """Append ``batch`` at ``state.cursor``; the cursor moves only after a durable write."""
         if batch[0].seq != state.cursor:
@@ -220,28 +147,6 @@ class Store(ABC):
             base = self._load_committed(session_id)
             return self._states[session_id], base
         return state, Session._unsealed(session_id, [], state.header)  # created, nothing stored yet
-
-    @contextmanager
-    def _writer_locked(self, session_id: str, action: str) -> Iterator[None]:
-        """Hold the session's writer lock for one cold write (an append, a repair).
-
-        While another writer (process or store) holds it, ``SessionLockedError`` names the
-        holder and points to the reads that never write.
-        """
-        lock = self._take_writer_lock(session_id, action)
-        try:
-            yield
-        finally:
-            lock.release()
-
-    def _take_writer_lock(self, session_id: str, action: str) -> WriterLock:
-        """The session's writer lock; a refusal says what could not be done and what reads instead."""
-        try:
-            return self._acquire_writer_lock(session_id)
-        except SessionLockedError as exc:
-            exc.detail = f"cannot {action}: {exc.detail}; inspect() and read_from() read it without writing"
-            exc.args = (exc.detail,)
-            raise
 
     def load(self, session_id: str) -> Inspection:
         """The balanced stored log; an interrupted turn is closed durably (once) first.
@@ -313,14 +218,6 @@ class Store(ABC):
             prepared = self._validate(session_id, stored)
             self._remember(self._prepared, session_id, prepared)
             return prepared
-
-    def _remember(self, cache: OrderedDict[str, Any], session_id: str, value: Any) -> None:
-        """Put ``value`` in one of the per-revision caches, dropping the least recently used."""
-        with self._guard:
-            cache[session_id] = value
-            cache.move_to_end(session_id)
-            while len(cache) > PREPARED_CACHE_SIZE:
-                cache.popitem(last=False)
 
     def _validate(self, session_id: str, stored: StoredLog) -> tuple[StoredLog, Session, list[Event]]:
         return stored, *validate_stored(session_id, stored)

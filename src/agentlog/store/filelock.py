@@ -20,7 +20,8 @@ from agentlog.errors import PersistenceIOError, SessionLockedError
 from agentlog.store.fs import FileSystem
 from agentlog.store.records import WriterLock
 
-__all__ = ["FileLock", "InProcessLock", "flock_holder", "lock_in_process", "lock_session_file"]
+__all__ = ["FileLock", "InProcessLock", "discard_lock_file", "flock_holder", "lock_in_process",
+           "lock_session_file"]
 
 
 class FileLock(WriterLock):
@@ -75,6 +76,22 @@ def lock_session_file(path: Path, session_id: str) -> FileLock:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         return FileLock(fd)
+
+
+def discard_lock_file(path: Path, session_id: str) -> None:
+    """Unlink the lock file of a session that was never stored, holding it meanwhile (a waiting
+    opener re-checks the inode); a lock file another writer holds is left alone."""
+    if not path.exists():
+        return
+    try:
+        lock = lock_session_file(path, session_id)
+    except SessionLockedError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    finally:
+        lock.release()
 
 
 def _read_pid(fd: int) -> int | None:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from agentlog.errors import AgentlogError, PersistenceIOError
 from agentlog.events import Event
 from agentlog.header import SessionHeader
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
+from agentlog.store.hooks import _State
 
 __all__ = ["GroupCommit", "GroupCommitStore", "Pending", "fail_all"]
 

@@ -24,8 +24,10 @@ from agentlog.events import Event
 from agentlog.header import SessionHeader
 from agentlog.jsonvalue import frozen_dict
 from agentlog.packed import LogEntry
-from agentlog.store.base import Store, _State
+from agentlog.store.base import Store
+from agentlog.store.filelock import discard_lock_file, flock_holder
 from agentlog.store.fs import FileSystem, io_error
+from agentlog.store.hooks import _State
 from agentlog.store.jsonl_format import (
     SHARED_PREFIX_KEY,
     TornTail,
@@ -280,6 +282,12 @@ class JsonlForks(Store):
             for path in (lock, self._refs_path(session_id)):
                 with contextlib.suppress(OSError):
                     os.unlink(path)
+
+    def _discard_lock_file(self, session_id: str) -> None:
+        discard_lock_file(self._lock_path(session_id), session_id)
+
+    def _writer_pid(self, session_id: str) -> int | None:
+        return flock_holder(self._lock_path(session_id))
 
     def _delete_unguarded(self, session_id: str) -> None:
         path = self._find(session_id)

@@ -17,7 +17,8 @@ from typing import Any
 from agentlog.errors import ConcurrentWriterError, SessionLockedError, SessionNotFoundError, UsageError
 from agentlog.events import Event
 from agentlog.header import SessionHeader
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store, _State
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
+from agentlog.store.hooks import _State
 from agentlog.store.records import Listing, Snapshot, StoredLog, WriterLock
 
 __all__ = ["MemoryStore"]
@@ -104,6 +105,10 @@ class MemoryStore(Store):
                 )
             self._locked.add(session_id)
         return _MemoryLock(self, session_id)
+
+    def _writer_pid(self, session_id: str) -> int | None:
+        with self._locks_guard:
+            return os.getpid() if session_id in self._locked else None
 
     def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
                            suffix: Sequence[Event] = ()) -> None:

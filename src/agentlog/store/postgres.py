@@ -41,6 +41,8 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -63,8 +65,9 @@ from agentlog.jsonvalue import dumps, freeze, frozen_dict, loads
 from agentlog.legacy import chain_writers, upgrade_legacy_chain
 from agentlog.packed import resolve_entries
 from agentlog.search_text import Candidates
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, _State
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.group_commit import GroupCommitStore, Pending, fail_all
+from agentlog.store.hooks import _State
 from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_follow import afollow, follow
 from agentlog.store.postgres_locks import AdvisoryLocks, application_name
@@ -173,6 +176,8 @@ class PostgresStore(GroupCommitStore):
         self._locks = AdvisoryLocks(self._connect, schema, self.where)
         self._incarnations: dict[str, uuid.UUID] = {}
         self._cache: OrderedDict[str, tuple[tuple[uuid.UUID, int], StoredLog]] = OrderedDict()
+        self._snapshot: ContextVar[psycopg.Connection[Any] | None] = ContextVar(
+            f"agentlog-snapshot-{id(self)}", default=None)
 
     # -- connections and setup ----------------------------------------------------------------
 
@@ -210,6 +215,43 @@ class PostgresStore(GroupCommitStore):
 
     # -- reading -------------------------------------------------------------------------------
 
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """Run the block's reads (``listing``, ``inspect``, ``read_from``) in one REPEATABLE READ,
+        READ ONLY transaction: one consistent view that cannot write and blocks no writer
+        (``check-upgrade``'s form of "on a copy"). Writes in the block use their own connections."""
+        self._ready()
+        with translate(where=self.where), self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            token = self._snapshot.set(conn)
+            try:
+                yield
+            finally:
+                self._snapshot.reset(token)
+
+    @contextmanager
+    def _reading(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for one read: ``read_snapshot``'s (under a savepoint, so a failed
+        statement spares the snapshot), else a pooled one."""
+        pinned = self._snapshot.get()
+        if pinned is None:
+            with self._pool.connection() as conn:
+                yield conn
+        else:
+            with pinned.transaction():
+                yield pinned
+
+    @contextmanager
+    def _read_view(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection in a REPEATABLE READ, READ ONLY transaction, for reads that span statements."""
+        if self._snapshot.get() is not None:
+            with self._reading() as conn:
+                yield conn
+            return
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn
+
     def _segments(self, conn: psycopg.Connection[Any], info: _Info) -> list[tuple[str, int, int]]:
         """The referenced prefix of a fork as (session id, first seq, end seq) ranges, oldest first."""
         segments: list[tuple[str, int, int]] = []
@@ -238,8 +280,7 @@ class PostgresStore(GroupCommitStore):
     def _load_stored(self, session_id: str) -> StoredLog | None:
         """The session as stored, from one snapshot; a cached decode is reused while its revision holds."""
         self._ready()
-        with translate(session_id, self.where), self._pool.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        with translate(session_id, self.where), self._read_view() as conn:
             row = conn.execute(self._sql.session, (session_id,)).fetchone()
             if row is None:
                 return None
@@ -280,7 +321,7 @@ class PostgresStore(GroupCommitStore):
     def _load_stored_from(self, session_id: str, from_seq: int) -> StoredLog | None:
         """A seek read: only rows from the one covering ``from_seq`` onward are fetched."""
         self._ready()
-        with translate(session_id, self.where), self._pool.connection() as conn:
+        with translate(session_id, self.where), self._reading() as conn:
             row = conn.execute(self._sql.session, (session_id,)).fetchone()
             if row is None:
                 return None
@@ -308,12 +349,12 @@ class PostgresStore(GroupCommitStore):
 
     def _stored_exists(self, session_id: str) -> bool:
         self._ready()
-        with translate(session_id, self.where), self._pool.connection() as conn:
+        with translate(session_id, self.where), self._reading() as conn:
             return conn.execute(self._sql.exists, (session_id,)).fetchone() is not None
 
     def _listing(self) -> Listing:
         self._ready()
-        with translate(where=self.where), self._pool.connection() as conn:
+        with translate(where=self.where), self._reading() as conn:
             rows = conn.execute(self._sql.sessions).fetchall()
         listing = Listing([])
         for row in rows:
@@ -328,7 +369,7 @@ class PostgresStore(GroupCommitStore):
 
     def _children_of(self, session_id: str) -> builtins.list[str]:
         self._ready()
-        with translate(session_id, self.where), self._pool.connection() as conn:
+        with translate(session_id, self.where), self._reading() as conn:
             return [row[0] for row in conn.execute(self._sql.children, (session_id,))]
 
     # -- writing -------------------------------------------------------------------------------
@@ -521,6 +562,10 @@ class PostgresStore(GroupCommitStore):
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
         self._ready()
         return self._locks.acquire(session_id)
+
+    def _writer_pid(self, session_id: str) -> int | None:
+        self._ready()
+        return self._locks.holder_pid(session_id)
 
     def _delete_stored(self, session_id: str) -> None:
         self._ready()

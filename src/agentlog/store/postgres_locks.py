@@ -39,12 +39,12 @@ def application_name(suffix: str = "") -> str:
     return f"agentlog pid={os.getpid()} host={socket.gethostname()}{suffix}"[:63]
 
 
-def locked_error(conn: psycopg.Connection[Any], key: int, session_id: str, what: str) -> SessionLockedError:
-    """``SessionLockedError`` naming the holder of ``key`` (client pid and host, backend pid)."""
+def _holder(conn: psycopg.Connection[Any], key: int) -> tuple[int, int | None, str | None] | None:
+    """Who holds ``key``: (backend pid, client pid, host) from ``pg_locks``, None when nobody does."""
     unsigned = key & 0xFFFF_FFFF_FFFF_FFFF
     row = conn.execute(_HOLDER, (unsigned >> 32, unsigned & 0xFFFF_FFFF)).fetchone()
     if row is None:
-        return SessionLockedError(f"{what}: another writer holds its lock", session_id=session_id)
+        return None
     backend, app, address, hostname = row
     pid = host = None
     for part in str(app or "").split():
@@ -53,8 +53,16 @@ def locked_error(conn: psycopg.Connection[Any], key: int, session_id: str, what:
             pid = int(value)
         elif name == "host":
             host = value
+    return int(backend), pid, host or hostname or address
+
+
+def locked_error(conn: psycopg.Connection[Any], key: int, session_id: str, what: str) -> SessionLockedError:
+    """``SessionLockedError`` naming the holder of ``key`` (client pid and host, backend pid)."""
+    holder = _holder(conn, key)
+    if holder is None:
+        return SessionLockedError(f"{what}: another writer holds its lock", session_id=session_id)
+    backend, pid, where = holder
     who = f"process {pid}" if pid is not None else "another client"
-    where = host or hostname or address
     detail = f"{what}: it is open for writing by {who}" + (f" on {where}" if where else "")
     return SessionLockedError(f"{detail} (PostgreSQL backend {backend})", session_id=session_id, pid=pid)
 
@@ -119,6 +127,13 @@ class AdvisoryLocks:
         finally:
             with self._guard:
                 self._taking.discard(session_id)
+
+    def holder_pid(self, session_id: str) -> int | None:
+        """The client pid holding the session's lock (its backend pid if it did not name itself),
+        None when nobody holds it; reads ``pg_locks`` only, never tries the lock."""
+        with translate(session_id, self._where):
+            holder = _holder(self._connection(), self.key(session_id))
+        return None if holder is None else holder[1] if holder[1] is not None else holder[0]
 
     def _connection(self) -> psycopg.Connection[Any]:
         """The store's lock connection, (re)opened when missing or dead."""

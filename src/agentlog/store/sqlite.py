@@ -67,10 +67,11 @@ from agentlog.header import SessionHeader
 from agentlog.legacy import upgrade_legacy_chain
 from agentlog.packed import resolve_entries
 from agentlog.search_text import Candidates
-from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, _State
+from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.codec import SQLITE_MAX_MEMBERS
-from agentlog.store.filelock import lock_in_process, lock_session_file
+from agentlog.store.filelock import discard_lock_file, flock_holder, lock_in_process, lock_session_file
 from agentlog.store.group_commit import GroupCommitStore, Pending, fail_all
+from agentlog.store.hooks import _State
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
 from agentlog.store.sqlite_errors import translate_error
 from agentlog.store.sqlite_rows import (
@@ -574,6 +575,16 @@ class SqliteStore(GroupCommitStore):
         if self.memory:
             return lock_in_process(self._memory_locks, self._memory_guard, session_id)
         return lock_session_file(self._lock_path(session_id), session_id)
+
+    def _writer_pid(self, session_id: str) -> int | None:
+        if self.memory:
+            with self._memory_guard:
+                return os.getpid() if session_id in self._memory_locks else None
+        return flock_holder(self._lock_path(session_id))
+
+    def _discard_lock_file(self, session_id: str) -> None:
+        if not self.memory:
+            discard_lock_file(self._lock_path(session_id), session_id)
 
     def _children_of(self, session_id: str) -> list[str]:
         with self._reading(session_id) as conn:

@@ -35,7 +35,8 @@ from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.records import Inspection
 
 if TYPE_CHECKING:
-    from agentlog.store.base import Store, _State
+    from agentlog.store.base import Store
+    from agentlog.store.hooks import _State
     from agentlog.store.records import WriterLock
 
 __all__ = ["LiveSession"]

@@ -8,10 +8,7 @@ lock is never taken, not even a shared one: that would make a writer's ``LOCK_EX
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
-
-from agentlog.store.filelock import flock_holder
 
 if TYPE_CHECKING:
     from agentlog.store.base import Store
@@ -22,14 +19,10 @@ __all__ = ["writer_pid"]
 def writer_pid(store: Store, session_id: str) -> int | None:
     """The pid of the process holding ``session_id``'s writer lock, None when no process does.
 
-    Raises ``OSError`` when this cannot be told: the backend keeps no lock file we can see
-    (PostgreSQL for now) or the kernel's lock table cannot be read (not Linux).
+    File stores read the kernel's lock table for the lock file, PostgreSQL reads ``pg_locks``
+    (the pid the holder's lock connection names, on whatever host it runs). Raises ``OSError``
+    when this cannot be told (the kernel's lock table cannot be read: not Linux).
     """
     if session_id in store._live:
         return os.getpid()
-    lock_path = getattr(store, "_lock_path", None)
-    if lock_path is None:
-        raise OSError(f"the {store.name} store cannot tell another process's writer lock")
-    path = lock_path(session_id)
-    assert isinstance(path, Path)
-    return flock_holder(path)
+    return store._writer_pid(session_id)
