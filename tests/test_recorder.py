@@ -214,12 +214,10 @@ def test_deltas_build_blocks_in_index_order(session: Session) -> None:
     with Recorder(session).turn() as turn, turn.step() as step:
         step.request_header(HEADER)
         seqs = [step.reasoning_delta("think"), step.reasoning_delta("ing"), step.text_delta("Hel"),
-                step.text_delta("lo")]
-        c1 = step.tool_call_delta("c1", "run", '{"command":')
-        c2 = step.tool_call_delta("c2", "read_file", "{}")
-        c3 = step.tool_call_delta("c1", None, '"ls"}')
+                step.text_delta("lo"), step.tool_call_delta("c1", "run", '{"command":'),
+                step.tool_call_delta("c2", "read_file", "{}"), step.tool_call_delta("c1", None, '"ls"}')]
         message = step.assistant(usage={"inputTokens": 10, "outputTokens": 3})
-    r1, r2, t1, t2 = (session.events[seq] for seq in seqs)
+    r1, r2, t1, t2, c1, c2, c3 = (session.events[seq] for seq in seqs)
     assert [e.data["chunk"]["index"] for e in (r1, r2, t1, t2, c1, c2, c3)] == [0, 0, 1, 1, 2, 3, 2]
     assert "name" not in c3.data["chunk"] and c1.data["chunk"]["name"] == "run"
     assert c3.data["chunk"] == {"type": "tool-call-delta", "index": 2, "id": "c1", "argumentsDelta": '"ls"}'}

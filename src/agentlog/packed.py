@@ -53,19 +53,30 @@ class ChunkRun:
         self._events: list[Event] | None = None
 
     @classmethod
-    def opened(cls, seq0: int, turn: int, step: int, index: int, kind: str) -> ChunkRun:
-        """An empty run of ``kind`` deltas (text or reasoning) that a session grows with ``add``."""
-        return cls(seq0, 0, ([], turn, step, index, kind, [], None, False, None))
+    def opened(cls, seq0: int, turn: int, step: int, index: int, kind: str, call_id: str | None = None,
+               name: str | None = None) -> ChunkRun:
+        """An empty run of ``kind`` deltas that a session grows (``add``, ``extend``); a
+        tool-call run has its call's id, and the tool name if its deltas carry it."""
+        return cls(seq0, 0, ([], turn, step, index, kind, [], call_id, name is not None, name))
 
-    def continues(self, turn: int, step: int, index: int, kind: str, time: int) -> bool:
-        """Whether a delta with these fields may join this run as its next member (same block,
-        and a time gap a packed row can store)."""
+    def extend(self, turn: int, step: int, index: int, kind: str, call_id: str | None, name: str | None,
+               time: int, payload: str) -> bool:
+        """Append the next member if a delta with these fields continues this run (same block and
+        call identity, a time gap a packed row can store); False leaves the run unchanged. The
+        session adds the member's log slot after."""
         parts = self._parts
-        return bool(parts[4] == kind and parts[3] == index and parts[2] == step and parts[1] == turn
-                and -MAX_SAFE_INTEGER <= time - parts[0][-1] <= MAX_SAFE_INTEGER)
+        times = parts[0]
+        if parts[4] != kind or parts[3] != index or parts[2] != step or parts[1] != turn or (
+            parts[6] != call_id or parts[8] != name
+        ) or not -MAX_SAFE_INTEGER <= time - times[-1] <= MAX_SAFE_INTEGER:
+            return False
+        times.append(time)
+        parts[5].append(payload)
+        self.count += 1
+        return True
 
     def add(self, time: int, payload: str) -> None:
-        """Append the next member (the session's log slot for it is added after)."""
+        """Append the next member unconditionally (its first, or one ``extend`` would take)."""
         parts = self._parts
         parts[0].append(time)
         parts[5].append(payload)

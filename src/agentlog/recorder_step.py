@@ -286,26 +286,28 @@ class Step:
         return seq
 
     @located(ASSISTANT_CHUNK)
-    def tool_call_delta(self, id: str, name: str | None, args_delta: str) -> Event:
-        """Log a ``tool-call-delta`` chunk; deltas with the same call id build one tool-call block."""
+    def tool_call_delta(self, id: str, name: str | None, args_delta: str) -> int:
+        """Log a ``tool-call-delta`` chunk and return its seq; deltas with the same call id build
+        one tool-call block. The chunk stays packed until read, like a text delta's."""
         if not self._streaming:
             self._refuse_chunk("tool_call_delta")
         check_text(id, "tool call id", path="data.chunk.id", empty=False)
         check_text(args_delta, "tool call arguments delta", path="data.chunk.argumentsDelta")
+        if name is not None:
+            check_text(name, "tool name", path="data.chunk.name", empty=False)
         index = self._tool_blocks.get(id)
         if index is None:
             index = self._open_block("tool-call", id, None)
             self._tool_blocks[id] = index
+        seq = self._session._append_delta(self._turn_number, self._number, "tool-call-delta", index,
+                                          args_delta, id, name)
         block = self._blocks[index]
         if name is not None:
-            block[3] = check_text(name, "tool name", path="data.chunk.name", empty=False)
+            block[3] = name
         block[1].append(args_delta)
         self._last_kind, self._last_index = "tool-call", index
-        chunk: dict[str, Any] = {"type": "tool-call-delta", "index": index, "id": id}
-        if name is not None:
-            chunk["name"] = name
-        chunk["argumentsDelta"] = args_delta
-        return self._chunk(frozen_dict(chunk))
+        self._chunk_seqs.append(seq)
+        return seq
 
     @located(ASSISTANT_CHUNK)
     def chunk(self, chunk: Mapping[str, Any]) -> Event:

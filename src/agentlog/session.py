@@ -385,31 +385,35 @@ class Session:
         log.append(event)
         return event
 
-    def _append_delta(self, turn: int, step: int, kind: str, index: int, text: str) -> int:
-        """Log a text or reasoning delta of the open step (the Recorder's hot path); its seq.
+    def _append_delta(self, turn: int, step: int, kind: str, index: int, text: str,
+                      call_id: str | None = None, name: str | None = None) -> int:
+        """Log a stream delta of the open step (the Recorder's hot path); return its seq.
 
-        The delta joins the open packed run at the end of the log (``ChunkRun``): no ``Event``
-        is built until someone reads it. The caller passes validated values (ints, valid text).
-        When a hook needs the ``Event`` (any observer or validator without a packed form) or a
-        validator's packed form declines, the same event goes through ``append``.
+        ``kind`` is ``text-delta``, ``reasoning-delta`` or ``tool-call-delta`` (then ``text`` is
+        the arguments delta, ``call_id`` the call's id and ``name`` its tool name, if this delta
+        carries it). The delta joins the open packed run at the end of the log (``ChunkRun``):
+        no ``Event`` is built until someone reads it. The caller passes validated values (ints,
+        valid text). When a hook needs the ``Event`` (any observer or validator without a packed
+        form) or a validator's packed form declines, the same event goes through ``append``.
         """
         hooks = self._packed_hooks
         log = self._log
         seq = len(log)
         if hooks is None or self._publishing:
-            return self._append_delta_event(turn, step, kind, index, text)
+            return self._append_delta_event(turn, step, kind, index, text, call_id, name)
         checks, notes = hooks
         for check in checks:
             if not check(seq, turn, step):
-                return self._append_delta_event(turn, step, kind, index, text)
+                return self._append_delta_event(turn, step, kind, index, text, call_id, name)
         time = self._clock()
         if time.__class__ is not int or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
             raise UsageError(f"session clock returned {time!r}; expected epoch milliseconds",
                              session_id=self.id, seq=seq, event_type=ASSISTANT_CHUNK)
         run = self._open_run
-        if run is None or log[-1] is not run or not run.continues(turn, step, index, kind, time):
-            run = self._open_run = ChunkRun.opened(seq, turn, step, index, kind)
-        run.add(time, text)
+        if run is None or log[-1] is not run or not run.extend(turn, step, index, kind, call_id, name, time,
+                                                               text):
+            run = self._open_run = ChunkRun.opened(seq, turn, step, index, kind, call_id, name)
+            run.add(time, text)
         self._manager.next_seq = seq + 1
         log.append(run)
         self._lazy_end = seq + 1
@@ -426,10 +430,16 @@ class Session:
                 self._publishing = False
         return seq
 
-    def _append_delta_event(self, turn: int, step: int, kind: str, index: int, text: str) -> int:
+    def _append_delta_event(self, turn: int, step: int, kind: str, index: int, text: str,
+                            call_id: str | None, name: str | None) -> int:
         """``_append_delta`` through ``append``: the event every hook sees today."""
-        chunk = _new_dict(FrozenDict)  # frozen_dict, inlined
-        _fill(chunk, type=kind, index=index, text=text)
+        chunk = _new_dict(FrozenDict)  # frozen_dict, inlined; keys in DSH's order
+        if call_id is None:
+            _fill(chunk, type=kind, index=index, text=text)
+        elif name is None:
+            _fill(chunk, type=kind, index=index, id=call_id, argumentsDelta=text)
+        else:
+            _fill(chunk, type=kind, index=index, id=call_id, name=name, argumentsDelta=text)
         data = _new_dict(FrozenDict)
         _fill(data, turn=turn, step=step, chunk=chunk)
         return self.append(ASSISTANT_CHUNK, data).seq
