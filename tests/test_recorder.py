@@ -213,14 +213,11 @@ def test_todo_write_logs_the_whole_list_and_checks_status(session: Session) -> N
 def test_deltas_build_blocks_in_index_order(session: Session) -> None:
     with Recorder(session).turn() as turn, turn.step() as step:
         step.request_header(HEADER)
-        r1 = step.reasoning_delta("think")
-        r2 = step.reasoning_delta("ing")
-        t1 = step.text_delta("Hel")
-        t2 = step.text_delta("lo")
-        c1 = step.tool_call_delta("c1", "run", '{"command":')
-        c2 = step.tool_call_delta("c2", "read_file", "{}")
-        c3 = step.tool_call_delta("c1", None, '"ls"}')
+        seqs = [step.reasoning_delta("think"), step.reasoning_delta("ing"), step.text_delta("Hel"),
+                step.text_delta("lo"), step.tool_call_delta("c1", "run", '{"command":'),
+                step.tool_call_delta("c2", "read_file", "{}"), step.tool_call_delta("c1", None, '"ls"}')]
         message = step.assistant(usage={"inputTokens": 10, "outputTokens": 3})
+    r1, r2, t1, t2, c1, c2, c3 = (session.events[seq] for seq in seqs)
     assert [e.data["chunk"]["index"] for e in (r1, r2, t1, t2, c1, c2, c3)] == [0, 0, 1, 1, 2, 3, 2]
     assert "name" not in c3.data["chunk"] and c1.data["chunk"]["name"] == "run"
     assert c3.data["chunk"] == {"type": "tool-call-delta", "index": 2, "id": "c1", "argumentsDelta": '"ls"}'}
@@ -236,18 +233,21 @@ def test_deltas_build_blocks_in_index_order(session: Session) -> None:
 
 def test_a_text_block_after_another_block_gets_a_new_index(session: Session) -> None:
     with Recorder(session).turn() as turn, turn.step() as step:
-        a = step.text_delta("a")
+        first = step.text_delta("a")
         step.reasoning_delta("r")
-        b = step.text_delta("b")
+        second = step.text_delta("b")
         message = step.assistant(provider="p", model="m")
+    a, b = session.events[first], session.events[second]
     assert (a.data["chunk"]["index"], b.data["chunk"]["index"]) == (0, 2)
     assert [blk["type"] for blk in message.data["message"]["content"]] == ["text", "reasoning", "text"]
 
 
 def test_chunk_data_is_built_frozen(session: Session) -> None:
     with Recorder(session).turn() as turn, turn.step() as step:
-        event = step.text_delta("x")
+        seq = step.text_delta("x")
         step.assistant(provider="p", model="m")
+    event = session.events[seq]
+    assert type(seq) is int and event.seq == seq and event.type == "assistant/chunk"
     assert type(event.data) is FrozenDict and type(event.data["chunk"]) is FrozenDict
     with pytest.raises(TypeError):
         event.data["chunk"]["text"] = "y"
@@ -298,7 +298,7 @@ def test_assistant_content_overrides_the_assembled_blocks(session: Session) -> N
                                           {"type": "tool-call", "id": "c", "name": "n", "arguments": "{}"}])
         step.tool_call("c", "n", "{}")
         step.tool_result("c", "fine")
-    assert message.source_event_seqs == (chunk.seq,)
+    assert message.source_event_seqs == (chunk,)
     assert message.data["message"]["id"] == "a-1"
     assert message.data["message"]["source"] == {"kind": "model", "provider": "p", "model": "m",
                                                   "replayState": {"token": "r"}}

@@ -323,7 +323,7 @@ class InvariantChecker:
                 checker.feed(events[index])
         except InvariantError as exc:
             raise exc.locate(session_id=session.id) from None
-        remove_validator = session.add_validator(_live_validator(checker.trace))
+        remove_validator = session._add_validator(*_live_validator(checker.trace))
         _ATTACHED[session] = checker
 
         def detach() -> None:
@@ -342,8 +342,9 @@ class InvariantChecker:
 _ATTACHED: Final[WeakKeyDictionary[Session, InvariantChecker]] = WeakKeyDictionary()
 
 
-def _live_validator(trace: Trace) -> Callable[[Event], None]:
-    """``validate`` for a session's own appends: one hook per append, commits settled lazily.
+def _live_validator(trace: Trace) -> tuple[Callable[[Event], None], Callable[[int, int, int], bool]]:
+    """``validate`` for a session's own appends (one hook per append, commits settled lazily),
+    and its form for a packed stream delta ``(seq, turn, step)`` that has no ``Event``.
 
     A session numbers a candidate ``len(log)``, so seqs cannot go backwards, and a staged
     transition committed iff the next candidate's seq is later (the same seq: vetoed). A
@@ -375,7 +376,21 @@ def _live_validator(trace: Trace) -> Callable[[Event], None]:
         trace.last_seq = event[1] - 1  # every earlier event is in the log
         pending = (event[1], plan_transition(trace, event))
 
-    return validate
+    def delta(seq: int, turn: int, step: int) -> bool:
+        """The chunk fast path of ``validate``: a delta of the open step changes nothing. False
+        (anything else) makes the session pass the delta's ``Event`` to ``validate``."""
+        nonlocal pending, open_turn, open_step
+        if pending is not None:
+            staged, transition = pending
+            pending = None
+            if staged < seq:
+                apply_transition(trace, transition)
+                open_turn, open_step = trace.open_turn, trace.open_step
+        return open_step is not None and (step is open_step or step == open_step) and (
+            turn is open_turn or turn == open_turn
+        )
+
+    return validate, delta
 
 
 def _trace_before_last_turn(events: Sequence[Event]) -> tuple[Trace, int]:

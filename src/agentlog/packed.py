@@ -5,6 +5,10 @@ the row covers, instead of building one event (and two frozen dicts) per streame
 Surface folds, repair and message derivation never read chunk payloads, so a session can be
 restored, resumed and projected without expanding its rows; ``Session.events`` expands a run
 the first time one of its events is read, and always returns the same ``Event`` objects.
+
+A recording session keeps its stream deltas the same way (``Session._append_delta``): an open
+run at the end of the log grows by one member per delta, and a live session's write batch
+(``LogSlice``) hands whole runs to the storage codec, which packs them without an ``Event``.
 """
 
 from __future__ import annotations
@@ -14,12 +18,12 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias, overload
 
 from agentlog.events import ASSISTANT_CHUNK, Event, make_event
-from agentlog.jsonvalue import FrozenDict
+from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict
 
 if TYPE_CHECKING:
     from agentlog.session import Session
 
-__all__ = ["ChunkRun", "EventsView", "LogEntry", "resolve_entries"]
+__all__ = ["ChunkRun", "EventsView", "LogEntry", "LogSlice", "resolve_entries"]
 
 LogEntry: TypeAlias = "Event | ChunkRun"
 """A slot of a session's log: an event, or the packed run that holds the event of that seq."""
@@ -33,8 +37,9 @@ _fill = dict.update
 class ChunkRun:
     """The validated members of one packed row: ``count`` chunk events from ``seq0``.
 
-    Built only by the storage codec after it checked the row, so expanding never fails.
-    ``type`` is the type of every member, readable without expanding (log scans use it).
+    Built by the storage codec after it checked a row, or opened empty by a recording session
+    and grown one member at a time (``add``; members are never changed once added), so
+    expanding never fails. ``type`` is the type of every member, readable without expanding.
     """
 
     __slots__ = ("_events", "_parts", "count", "seq0")
@@ -47,18 +52,61 @@ class ChunkRun:
         self._parts = parts  # (times, turn, step, index, kind, payload, call_id, named, name)
         self._events: list[Event] | None = None
 
+    @classmethod
+    def opened(cls, seq0: int, turn: int, step: int, index: int, kind: str, call_id: str | None = None,
+               name: str | None = None) -> ChunkRun:
+        """An empty run of ``kind`` deltas that a session grows (``add``, ``extend``); a
+        tool-call run has its call's id, and the tool name if its deltas carry it."""
+        return cls(seq0, 0, ([], turn, step, index, kind, [], call_id, name is not None, name))
+
+    def extend(self, turn: int, step: int, index: int, kind: str, call_id: str | None, name: str | None,
+               time: int, payload: str) -> bool:
+        """Append the next member if a delta with these fields continues this run (same block and
+        call identity, a time gap a packed row can store); False leaves the run unchanged. The
+        session adds the member's log slot after."""
+        parts = self._parts
+        times = parts[0]
+        if parts[4] != kind or parts[3] != index or parts[2] != step or parts[1] != turn or (
+            parts[6] != call_id or parts[8] != name
+        ) or not -MAX_SAFE_INTEGER <= time - times[-1] <= MAX_SAFE_INTEGER:
+            return False
+        times.append(time)
+        parts[5].append(payload)
+        self.count += 1
+        return True
+
+    def add(self, time: int, payload: str) -> None:
+        """Append the next member unconditionally (its first, or one ``extend`` would take)."""
+        parts = self._parts
+        parts[0].append(time)
+        parts[5].append(payload)
+        self.count += 1
+
+    def parts(self) -> tuple[Any, ...]:
+        """``(times, turn, step, index, kind, payload, call_id, named, name)``; the two lists
+        may be longer than ``count`` for a run that is still growing: read up to ``count``."""
+        return self._parts
+
     def event(self, seq: int) -> Event:
         """The member with this seq (``seq0 <= seq < seq0 + count``)."""
         return self.events()[seq - self.seq0]
 
     def events(self) -> list[Event]:
-        """Every member, built once (the list is shared: never mutate it)."""
+        """Every member, built once (the list is shared: never mutate it; an open run's grows)."""
         events = self._events
-        if events is None:
+        if events is None or len(events) < self.count:
             with _expand_lock:
                 events = self._events
-                if events is None:
-                    events = self._events = _expand(self.seq0, *self._parts)
+                done = 0 if events is None else len(events)
+                count = self.count
+                if events is None or done < count:
+                    times, turn, step, index, kind, payload, call_id, named, name = self._parts
+                    more = _expand(self.seq0 + done, times[done:count], turn, step, index, kind,
+                                   payload[done:count], call_id, named, name)
+                    if events is None:
+                        events = self._events = more
+                    else:
+                        events.extend(more)
         return events
 
     def __repr__(self) -> str:
@@ -130,6 +178,62 @@ class EventsView(Sequence[Event]):
 
     def __repr__(self) -> str:
         return f"EventsView({self._len} events)"
+
+
+class LogSlice(Sequence[Event]):
+    """Events ``start`` to ``stop`` of a log (a live session's write batch; the log only grows).
+
+    Reading an index returns its event (expanding a packed run); ``spans`` gives the storage
+    codec each packed run once, unexpanded.
+    """
+
+    __slots__ = ("_log", "start", "stop")
+
+    def __init__(self, log: Sequence[LogEntry], start: int, stop: int) -> None:
+        self._log = log
+        self.start = start
+        self.stop = stop
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Event]: ...
+    def __getitem__(self, index: int | slice) -> Event | list[Event]:
+        if isinstance(index, slice):
+            return [self[position] for position in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("event index out of range")
+        seq = self.start + index
+        entry = self._log[seq]
+        return entry if entry.__class__ is Event else entry.event(seq)  # type: ignore[union-attr]
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def __iter__(self) -> Iterator[Event]:
+        log = self._log
+        for seq in range(self.start, self.stop):
+            entry = log[seq]
+            yield entry if entry.__class__ is Event else entry.event(seq)  # type: ignore[union-attr]
+
+    def spans(self) -> Iterator[Event | tuple[ChunkRun, int, int]]:
+        """Each slot in order: an ``Event`` as itself, a packed run once as ``(run, first, stop)``
+        (the seqs of its members in this slice)."""
+        log, seq, stop = self._log, self.start, self.stop
+        while seq < stop:
+            entry = log[seq]
+            if isinstance(entry, ChunkRun):
+                end = min(entry.seq0 + entry.count, stop)
+                yield entry, seq, end
+                seq = end
+                continue
+            yield entry
+            seq += 1
+
+    def __repr__(self) -> str:
+        return f"LogSlice({self.start}..{self.stop})"
 
 
 def resolve_entries(entries: Sequence[Any], first_seq: int = 0) -> list[Event]:

@@ -109,10 +109,10 @@ class Recorder:
     def _next_turn_number(self) -> int:
         """Scan new events (O(new)) for turn boundaries; refuse when the log has a turn open."""
         events = self.session.events
-        for event in events[self._scanned :]:
-            kind = event.type
-            if kind == TURN_START:
-                turn = event.data.get("turn") if isinstance(event.data, dict) else None
+        for _seq, entry in events.entries(self._scanned):  # packed stream chunks stay packed
+            kind = entry.type
+            if kind == TURN_START and isinstance(entry, Event):
+                turn = entry.data.get("turn") if isinstance(entry.data, dict) else None
                 if type(turn) is int:
                     self._last_turn = turn
                 self._open_in_log = True

@@ -47,8 +47,6 @@ __all__ = ["Step"]
 
 _OUTCOME_UNKNOWN_ERROR: Final = frozen_dict({"name": "ToolOutcomeUnknownError", "code": TOOL_OUTCOME_UNKNOWN})
 _NOT_STARTED_ERROR: Final = frozen_dict({"name": "ToolNotStartedError", "code": TOOL_NOT_STARTED})
-_new_dict = dict.__new__
-_fill = dict.update
 _DELTA_KINDS: Final = {"text-delta": "text", "reasoning-delta": "reasoning", "tool-call-delta": "tool-call"}
 
 
@@ -264,51 +262,52 @@ class Step:
 
     # -- the model's stream --------------------------------------------------------------
 
-    def text_delta(self, text: str) -> Event:
-        """Log a ``text-delta`` chunk; consecutive text deltas share one text block."""
+    def text_delta(self, text: str) -> int:
+        """Log a ``text-delta`` chunk and return its seq; consecutive text deltas share one text
+        block. The chunk stays packed until read (``session.events[seq]`` gives its event)."""
         return self._text_chunk(text, "text", "text-delta", "text_delta")
 
-    def reasoning_delta(self, text: str) -> Event:
-        """Log a ``reasoning-delta`` chunk; consecutive reasoning deltas share one block."""
+    def reasoning_delta(self, text: str) -> int:
+        """Log a ``reasoning-delta`` chunk and return its seq; consecutive reasoning deltas share
+        one block."""
         return self._text_chunk(text, "reasoning", "reasoning-delta", "reasoning_delta")
 
-    def _text_chunk(self, text: str, block: str, chunk_type: str, method: str) -> Event:
-        """The hot path of both text-like deltas (one call per streamed chunk)."""
+    def _text_chunk(self, text: str, block: str, chunk_type: str, method: str) -> int:
+        """The hot path of both text-like deltas (one call per streamed chunk): a string check
+        and an append to the session's open packed run."""
         if not self._streaming:
             self._refuse_chunk(method)
         if type(text) is not str or not (text.isascii() or valid_text(text)):
             self._refuse_text(text, method)
         index = self._last_index if self._last_kind == block else self._open_block(block, None, None)
+        seq = self._session._append_delta(self._turn_number, self._number, chunk_type, index, text)
         self._blocks[index][1].append(text)
-        chunk = _new_dict(FrozenDict)  # frozen_dict, inlined: one delta per streamed token
-        _fill(chunk, type=chunk_type, index=index, text=text)
-        data = _new_dict(FrozenDict)
-        _fill(data, turn=self._turn_number, step=self._number, chunk=chunk)
-        event = self._session.append(ASSISTANT_CHUNK, data)
-        self._chunk_seqs.append(event[1])
-        return event
+        self._chunk_seqs.append(seq)
+        return seq
 
     @located(ASSISTANT_CHUNK)
-    def tool_call_delta(self, id: str, name: str | None, args_delta: str) -> Event:
-        """Log a ``tool-call-delta`` chunk; deltas with the same call id build one tool-call block."""
+    def tool_call_delta(self, id: str, name: str | None, args_delta: str) -> int:
+        """Log a ``tool-call-delta`` chunk and return its seq; deltas with the same call id build
+        one tool-call block. The chunk stays packed until read, like a text delta's."""
         if not self._streaming:
             self._refuse_chunk("tool_call_delta")
         check_text(id, "tool call id", path="data.chunk.id", empty=False)
         check_text(args_delta, "tool call arguments delta", path="data.chunk.argumentsDelta")
+        if name is not None:
+            check_text(name, "tool name", path="data.chunk.name", empty=False)
         index = self._tool_blocks.get(id)
         if index is None:
             index = self._open_block("tool-call", id, None)
             self._tool_blocks[id] = index
+        seq = self._session._append_delta(self._turn_number, self._number, "tool-call-delta", index,
+                                          args_delta, id, name)
         block = self._blocks[index]
         if name is not None:
-            block[3] = check_text(name, "tool name", path="data.chunk.name", empty=False)
+            block[3] = name
         block[1].append(args_delta)
         self._last_kind, self._last_index = "tool-call", index
-        chunk: dict[str, Any] = {"type": "tool-call-delta", "index": index, "id": id}
-        if name is not None:
-            chunk["name"] = name
-        chunk["argumentsDelta"] = args_delta
-        return self._chunk(frozen_dict(chunk))
+        self._chunk_seqs.append(seq)
+        return seq
 
     @located(ASSISTANT_CHUNK)
     def chunk(self, chunk: Mapping[str, Any]) -> Event:

@@ -19,6 +19,7 @@ from typing import TypeAlias
 from agentlog.events import LEGACY_STEERING, Event
 from agentlog.message_text import text_of
 from agentlog.messages import derive_event_message
+from agentlog.packed import LogSlice
 
 __all__ = ["SEARCHED_TYPES", "Candidates", "fold", "folding_available", "indexed_texts"]
 
@@ -73,6 +74,8 @@ def indexed_texts(entries: Iterable[object]) -> Iterator[tuple[int, str]]:
     Packed chunk runs among ``entries`` are skipped: the scan matches their assembled message.
     A legacy ``steering/message`` is indexed by its content: reads upgrade it to a ``user/message``.
     """
+    if isinstance(entries, LogSlice):  # a live batch: its packed runs are skipped unexpanded
+        entries = entries.spans()
     for event in entries:
         if type(event) is not Event:
             continue

@@ -22,6 +22,7 @@ from agentlog.errors import (
     UsageError,
 )
 from agentlog.events import (
+    ASSISTANT_CHUNK,
     END_SEED,
     REQUEST_CONTEXT,
     REQUEST_HEADER,
@@ -33,7 +34,7 @@ from agentlog.events import (
 from agentlog.header import SessionHeader, now_ms
 from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze, valid_text
 from agentlog.messages import Message, derive_event_message
-from agentlog.packed import EventsView, LogEntry
+from agentlog.packed import ChunkRun, EventsView, LogEntry
 from agentlog.request_header import canonical_header, event_header
 from agentlog.seed import validate_seed
 from agentlog.storable import APPEND_PLAIN_TYPES, check_appendable
@@ -44,12 +45,20 @@ __all__ = ["EventsView", "Observer", "Session", "Validator"]
 logger = logging.getLogger("agentlog")
 
 _new_tuple = tuple.__new__
+_new_dict = dict.__new__
+_fill = dict.update
 
 Observer = Callable[[Event], object]
 """Called after each committed append with the logged event; failures are contained."""
 
 Validator = Callable[[Event], None]
 """Called with each candidate event before it commits; raising vetoes the append."""
+
+ChunkCheck = Callable[[int, int, int], bool]
+"""A validator's form for a packed stream delta ``(seq, turn, step)``: True accepts it as the
+validator would accept the event; False sends the delta through ``append`` as an ``Event``."""
+
+_PackedHooks = tuple[tuple[ChunkCheck, ...], tuple[Callable[[int], object], ...]]
 
 class Session:
     """An append-only, validated event log with a live surface and derived messages."""
@@ -68,6 +77,11 @@ class Session:
         # Tuples, replaced on (un)subscribe, so publishing iterates them without a copy.
         self._observers: tuple[Observer, ...] = ()
         self._validators: tuple[Validator, ...] = ()
+        # The packed forms of hooks that accept a stream delta without its Event (the invariant
+        # checker, a live session's writer); None while any hook lacks one.
+        self._packed_forms: dict[object, Callable[..., Any]] = {}
+        self._packed_hooks: _PackedHooks | None = ((), ())
+        self._open_run: ChunkRun | None = None  # the packed run the next stream delta may extend
         self._publishing = False
         self._stored = False  # a store's session: also refuse what a cold read refuses (LiveSession)
         self._derived: list[Message] = []
@@ -282,21 +296,47 @@ class Session:
 
     def subscribe(self, observer: Observer) -> Callable[[], None]:
         """Call ``observer(event)`` after every committed append; returns an unsubscribe."""
-        self._observers = (*self._observers, observer)
-
-        def unsubscribe() -> None:
-            self._observers = _without(self._observers, observer)
-
-        return unsubscribe
+        return self._subscribe(observer, None)
 
     def add_validator(self, validator: Validator) -> Callable[[], None]:
         """Call ``validator(candidate)`` before each commit; raising vetoes the append."""
+        return self._add_validator(validator, None)
+
+    def _subscribe(self, observer: Observer, packed: Callable[[int], object] | None) -> Callable[[], None]:
+        """``subscribe``; ``packed(seq)``, if given, is told of a packed stream delta instead."""
+        self._observers = (*self._observers, observer)
+        self._set_packed_form(observer, packed)
+
+        def unsubscribe() -> None:
+            self._observers = _without(self._observers, observer)
+            self._set_packed_form(observer, None)
+
+        return unsubscribe
+
+    def _add_validator(self, validator: Validator, packed: ChunkCheck | None) -> Callable[[], None]:
+        """``add_validator``; ``packed(seq, turn, step)``, if given, checks a packed stream delta."""
         self._validators = (*self._validators, validator)
+        self._set_packed_form(validator, packed)
 
         def remove() -> None:
             self._validators = _without(self._validators, validator)
+            self._set_packed_form(validator, None)
 
         return remove
+
+    def _set_packed_form(self, hook: object, packed: Callable[..., Any] | None) -> None:
+        """Record (or forget) a hook's packed form; deltas stay packed only while every hook has one."""
+        forms = self._packed_forms
+        if packed is not None:
+            forms[hook] = packed
+        elif hook not in self._validators and hook not in self._observers:
+            forms.pop(hook, None)
+        checks = [forms.get(validator) for validator in self._validators]
+        notes = [forms.get(observer) for observer in self._observers]
+        if None in checks or None in notes:
+            self._packed_hooks = None
+        else:
+            self._packed_hooks = (tuple(checks), tuple(notes))  # type: ignore[arg-type]
 
     # -- appending ---------------------------------------------------------------------
 
@@ -344,6 +384,65 @@ class Session:
             self._manager.commit(event)
         log.append(event)
         return event
+
+    def _append_delta(self, turn: int, step: int, kind: str, index: int, text: str,
+                      call_id: str | None = None, name: str | None = None) -> int:
+        """Log a stream delta of the open step (the Recorder's hot path); return its seq.
+
+        ``kind`` is ``text-delta``, ``reasoning-delta`` or ``tool-call-delta`` (then ``text`` is
+        the arguments delta, ``call_id`` the call's id and ``name`` its tool name, if this delta
+        carries it). The delta joins the open packed run at the end of the log (``ChunkRun``):
+        no ``Event`` is built until someone reads it. The caller passes validated values (ints,
+        valid text). When a hook needs the ``Event`` (any observer or validator without a packed
+        form) or a validator's packed form declines, the same event goes through ``append``.
+        """
+        hooks = self._packed_hooks
+        log = self._log
+        seq = len(log)
+        if hooks is None or self._publishing:
+            return self._append_delta_event(turn, step, kind, index, text, call_id, name)
+        checks, notes = hooks
+        for check in checks:
+            if not check(seq, turn, step):
+                return self._append_delta_event(turn, step, kind, index, text, call_id, name)
+        time = self._clock()
+        if time.__class__ is not int or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
+            raise UsageError(f"session clock returned {time!r}; expected epoch milliseconds",
+                             session_id=self.id, seq=seq, event_type=ASSISTANT_CHUNK)
+        run = self._open_run
+        if run is None or log[-1] is not run or not run.extend(turn, step, index, kind, call_id, name, time,
+                                                               text):
+            run = self._open_run = ChunkRun.opened(seq, turn, step, index, kind, call_id, name)
+            run.add(time, text)
+        self._manager.next_seq = seq + 1
+        log.append(run)
+        self._lazy_end = seq + 1
+        if notes:
+            self._publishing = True
+            try:
+                for note in notes:
+                    try:
+                        note(seq)
+                    except Exception as exc:
+                        logger.warning('session "%s": session/event listener threw: %s', self.id,
+                                       _describe(exc))
+            finally:
+                self._publishing = False
+        return seq
+
+    def _append_delta_event(self, turn: int, step: int, kind: str, index: int, text: str,
+                            call_id: str | None, name: str | None) -> int:
+        """``_append_delta`` through ``append``: the event every hook sees today."""
+        chunk = _new_dict(FrozenDict)  # frozen_dict, inlined; keys in DSH's order
+        if call_id is None:
+            _fill(chunk, type=kind, index=index, text=text)
+        elif name is None:
+            _fill(chunk, type=kind, index=index, id=call_id, argumentsDelta=text)
+        else:
+            _fill(chunk, type=kind, index=index, id=call_id, name=name, argumentsDelta=text)
+        data = _new_dict(FrozenDict)
+        _fill(data, turn=turn, step=step, chunk=chunk)
+        return self.append(ASSISTANT_CHUNK, data).seq
 
     def _candidate(
         self, event_type: Any, data: Any, surface_op: Any, source_seqs: Any, seq: int

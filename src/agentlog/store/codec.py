@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, pairwise
 from math import copysign
-from typing import Any, Final, NoReturn, TypeAlias
+from typing import Any, Final, NoReturn, TypeAlias, cast
 
 import orjson
 
 from agentlog.errors import InvalidEventError, SessionCorruptionError
 from agentlog.events import ASSISTANT_CHUNK, Event
 from agentlog.jsonvalue import MAX_SAFE_INTEGER, loads, valid_text
-from agentlog.packed import ChunkRun, LogEntry
+from agentlog.packed import ChunkRun, LogEntry, LogSlice
 
 __all__ = [
     "MIN_RUN",
@@ -125,73 +125,106 @@ def _member(event: Event) -> tuple[_RunKey, str] | None:
     return None
 
 
-def _row(run: Sequence[Event], payloads: Sequence[str], start: int, stop: int) -> dict[str, Any]:
-    """The packed row for ``run[start:stop]`` (K3), keys in DSH's write order."""
-    first = run[start]
-    data, time0 = first[3], first[2]
-    chunk = data["chunk"]
-    kind = chunk["type"]
-    times = [event[2] for event in run[start:stop]]
+def _run_key(run: ChunkRun) -> _RunKey:
+    """The run key ``_member`` gives each member of a packed run (K1)."""
+    _times, turn, step, index, kind, _payload, call_id, named, name = run.parts()
+    if kind == _TOOL_CALL_DELTA:
+        return (kind, type(turn), turn, type(step), step, type(index), index, call_id, named, name)
+    return (kind, type(turn), turn, type(step), step, type(index), index)
+
+
+def _row(key: _RunKey, seq0: int, times: Sequence[int], payloads: Sequence[str], start: int,
+         stop: int) -> dict[str, Any]:
+    """The packed row for members ``start..stop`` of a run (K3), keys in DSH's write order."""
+    kind = key[0]
     body: dict[str, Any] = {
-        "turn": data["turn"],
-        "step": data["step"],
-        "index": chunk["index"],
-        "dt": [later - earlier for earlier, later in pairwise(times)],
+        "turn": key[2],
+        "step": key[4],
+        "index": key[6],
+        "dt": [later - earlier for earlier, later in pairwise(times[start:stop])],
     }
     if kind == _TOOL_CALL_DELTA:
-        body["id"] = chunk["id"]
-        if "name" in chunk:
-            body["name"] = chunk["name"]
+        body["id"] = key[7]
+        if key[8]:
+            body["name"] = key[9]
         body["args"] = list(payloads[start:stop])
     else:
         body["texts"] = list(payloads[start:stop])
-    return {"type": _TAG_OF_KIND[kind], "seq0": first[1], "time0": time0, "data": body}
+    return {"type": _TAG_OF_KIND[kind], "seq0": seq0 + start, "time0": times[start], "data": body}
 
 
-def _emit_run(
-    out: list[StorageRecord],
-    run: list[Event],
-    payloads: list[str],
-    max_members: int | None,
-    max_bytes: int | None,
-) -> None:
-    """Append one finished run: a row when long enough, else its events (greedy split under caps)."""
-    count = len(run)
-    if count < MIN_RUN:
-        out.extend(run)
-        return
-    if max_members is None and max_bytes is None:
-        out.append(_row(run, payloads, 0, count))
-        return
-    cap = count if max_members is None else max_members
+_Source: TypeAlias = "Event | tuple[ChunkRun, int, int]"
 
-    def fits(start: int, stop: int) -> dict[str, Any] | None:
-        row = _row(run, payloads, start, stop)
-        return row if max_bytes is None or len(orjson.dumps(row["data"])) <= max_bytes else None
 
-    start = 0
-    while count - start >= MIN_RUN:
-        high = min(cap, count - start)
-        row = fits(start, start + high)
-        if row is None:
-            low_row = fits(start, start + MIN_RUN)
-            if low_row is None:  # this member cannot share a row: it stays scalar
-                out.append(run[start])
-                start += 1
-                continue
-            low = MIN_RUN  # largest fitting size so far; ``high`` does not fit
-            row = low_row
-            while high - low > 1:
-                middle = (low + high) // 2
-                candidate = fits(start, start + middle)
-                if candidate is None:
-                    high = middle
-                else:
-                    low, row = middle, candidate
-            high = low
-        out.append(row)
-        start += high
-    out.extend(run[start:])
+class _Run:
+    """The run being gathered: its key, first seq, members' times and payloads, and where they
+    came from (events, or spans of packed runs), so a run too short to pack is stored verbatim."""
+
+    __slots__ = ("key", "next_seq", "payloads", "seq0", "sources", "times")
+
+    def __init__(self, key: _RunKey, seq0: int) -> None:
+        self.key = key
+        self.seq0 = seq0
+        self.next_seq = seq0
+        self.times: list[int] = []
+        self.payloads: list[str] = []
+        self.sources: list[_Source] = []
+
+    def follows(self, key: _RunKey, seq: int, time: int) -> bool:
+        """Whether a member with this key, seq and time continues the run."""
+        return key == self.key and seq == self.next_seq and -_MAX <= time - self.times[-1] <= _MAX
+
+    def events(self, start: int = 0) -> list[Event]:
+        """The members from position ``start`` on, as events."""
+        out: list[Event] = []
+        for source in self.sources:
+            if isinstance(source, Event):
+                out.append(source)
+            else:
+                run, first, stop = source
+                out.extend(run.event(seq) for seq in range(first, stop))
+        return out[start:]
+
+    def emit(self, out: list[StorageRecord], max_members: int | None, max_bytes: int | None) -> None:
+        """Append the finished run: a row when long enough, else its events (greedy split under caps)."""
+        count = len(self.times)
+        if count < MIN_RUN:
+            out.extend(self.events())
+            return
+        key, seq0, times, payloads = self.key, self.seq0, self.times, self.payloads
+        if max_members is None and max_bytes is None:
+            out.append(_row(key, seq0, times, payloads, 0, count))
+            return
+        cap = count if max_members is None else max_members
+
+        def fits(start: int, stop: int) -> dict[str, Any] | None:
+            row = _row(key, seq0, times, payloads, start, stop)
+            return row if max_bytes is None or len(orjson.dumps(row["data"])) <= max_bytes else None
+
+        start = 0
+        while count - start >= MIN_RUN:
+            high = min(cap, count - start)
+            row = fits(start, start + high)
+            if row is None:
+                low_row = fits(start, start + MIN_RUN)
+                if low_row is None:  # this member cannot share a row: it stays scalar
+                    out.append(self.events(start)[0])
+                    start += 1
+                    continue
+                low = MIN_RUN  # largest fitting size so far; ``high`` does not fit
+                row = low_row
+                while high - low > 1:
+                    middle = (low + high) // 2
+                    candidate = fits(start, start + middle)
+                    if candidate is None:
+                        high = middle
+                    else:
+                        low, row = middle, candidate
+                high = low
+            out.append(row)
+            start += high
+        if start < count:
+            out.extend(self.events(start))
 
 
 def pack_chunk_runs(
@@ -206,31 +239,49 @@ def pack_chunk_runs(
     block index and call identity; seq +1; time gap a safe integer) becomes one row; every
     other event passes through as itself. ``max_members``/``max_bytes`` cap rows for the
     SQLite layout (``SQLITE_MAX_MEMBERS``, ``SQLITE_MAX_BYTES``): longer runs split greedily.
+    A live session's batch (a ``LogSlice``) hands over its packed runs whole: their members
+    are packed from the run's lists, never built as events, into the same records.
     """
     if max_members is not None and max_members < MIN_RUN:
         raise ValueError(f"max_members must be at least {MIN_RUN}, got {max_members}")
     out: list[StorageRecord] = []
-    run: list[Event] = []
-    payloads: list[str] = []
-    run_key: _RunKey | None = None
-    for event in events:
-        member = _member(event)
-        if member is not None:
-            key, payload = member
-            if run and key == run_key:
-                last = run[-1]
-                if event[1] == last[1] + 1 and -_MAX <= event[2] - last[2] <= _MAX:
-                    run.append(event)
-                    payloads.append(payload)
-                    continue
-            _emit_run(out, run, payloads, max_members, max_bytes)
-            run, payloads, run_key = [event], [payload], key
+    run: _Run | None = None
+    items: Iterable[_Source] = events.spans() if isinstance(events, LogSlice) else events
+    for item in items:
+        if item.__class__ is tuple:  # a span of a packed run: members seq first..stop-1
+            chunks, first, stop = item
+            parts, offset = chunks.parts(), chunks.seq0
+            times, payloads = parts[0], parts[5]
+            key = _run_key(chunks)
+            if run is None or not run.follows(key, first, times[first - offset]):
+                if run is not None:
+                    run.emit(out, max_members, max_bytes)
+                run = _Run(key, first)
+            run.times.extend(times[first - offset : stop - offset])
+            run.payloads.extend(payloads[first - offset : stop - offset])
+            run.sources.append(item)
+            run.next_seq = stop
             continue
-        if run:
-            _emit_run(out, run, payloads, max_members, max_bytes)
-            run, payloads, run_key = [], [], None
-        out.append(event)
-    _emit_run(out, run, payloads, max_members, max_bytes)
+        event = cast(Event, item)
+        member = _member(event)
+        if member is None:
+            if run is not None:
+                run.emit(out, max_members, max_bytes)
+                run = None
+            out.append(event)
+            continue
+        key, payload = member
+        seq = event[1]
+        if run is None or not run.follows(key, seq, event[2]):
+            if run is not None:
+                run.emit(out, max_members, max_bytes)
+            run = _Run(key, seq)
+        run.times.append(event[2])
+        run.payloads.append(payload)
+        run.sources.append(event)
+        run.next_seq = seq + 1
+    if run is not None:
+        run.emit(out, max_members, max_bytes)
     return out
 
 

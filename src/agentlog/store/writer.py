@@ -15,7 +15,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections import deque
+from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,7 @@ from agentlog.errors import (
 from agentlog.events import Event
 from agentlog.invariants import InvariantChecker
 from agentlog.jsonvalue import valid_text
+from agentlog.packed import LogSlice
 from agentlog.session import Session
 from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.records import Inspection
@@ -63,8 +64,11 @@ class LiveSession:
         self._state = state
         self._lock = lock
         self._delay = store.write_delay_ms / 1000.0
-        # Appends only push onto the deque (atomic); the condition guards the timer state.
-        self._queue: deque[Event] = deque(session.events[state.cursor :])
+        # The queue is the session's log from ``_next`` on (appends only grow the log, so a
+        # write takes a slice of it: packed stream deltas stay packed); the condition guards
+        # the timer state.
+        self._log = session._log
+        self._next = state.cursor
         self._cond = threading.Condition(threading.Lock())
         self._io = threading.Lock()
         self._deadline: float | None = None
@@ -73,9 +77,9 @@ class LiveSession:
         self._closed = False
         self._failure: WriteFailedError | None = None  # set once a batch can never be written
         self._thread: threading.Thread | None = None
-        self._unsubscribe = session.subscribe(self._admit)
+        self._unsubscribe = session._subscribe(self._admit, self._admit)
         store._attach_live(self)
-        if self._queue:
+        if self._queued():
             with self._cond:
                 self._arm()
             self._ensure_thread()
@@ -143,7 +147,7 @@ class LiveSession:
         self._closed = True
         self._unsubscribe()
         with self._cond:
-            self._queue.clear()
+            self._next = len(self._log)  # queued events are dropped
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join()
@@ -190,11 +194,11 @@ class LiveSession:
 
     # -- write-behind machinery ----------------------------------------------------------------
 
-    def _admit(self, event: Event) -> None:
-        """Session observer: queue the committed event (no lock unless a window must start)."""
+    def _admit(self, event: Event | int) -> None:
+        """Session observer (also of packed deltas, given their seq): the committed event is
+        queued in the log already; start the window if none runs (no lock otherwise)."""
         if self._closed:
             return
-        self._queue.append(event)
         if self._deadline is None or self._paused:
             with self._cond:
                 self._paused = False
@@ -204,18 +208,24 @@ class LiveSession:
 
     def _arm(self) -> None:
         """Start the batching window if events wait and none runs (caller holds ``_cond``)."""
-        if self._queue and self._deadline is None and self._barriers == 0 and not self._paused:
+        if self._queued() and self._deadline is None and self._barriers == 0 and not self._paused:
             self._deadline = time.monotonic() + self._delay
             self._cond.notify_all()
 
-    def _drain(self) -> list[Event]:
-        queue = self._queue
-        return [queue.popleft() for _ in range(len(queue))]
+    def _queued(self) -> bool:
+        return self._next < len(self._log)
 
-    def _retain(self, batch: list[Event]) -> None:
+    def _drain(self) -> LogSlice:
+        """Everything queued, as one batch (the log slots, packed runs unexpanded)."""
+        stop = len(self._log)
+        batch = LogSlice(self._log, self._next, stop)
+        self._next = stop
+        return batch
+
+    def _retain(self, batch: LogSlice) -> None:
         """Put a failed batch back in front of newer events and pause automatic writing."""
         with self._cond:
-            self._queue.extendleft(reversed(batch))
+            self._next = batch.start
             self._paused = True
             self._deadline = None
 
@@ -224,7 +234,7 @@ class LiveSession:
         and refuse every later append, flush and close with ``failure``."""
         with self._cond:
             self._failure = failure
-            self._queue.clear()
+            self._next = len(self._log)  # nothing queued can follow the batch
             self._deadline = None
 
         def refuse(event: Event) -> None:
@@ -287,7 +297,7 @@ class LiveSession:
             with self._cond:
                 self._arm()
 
-    def _write(self, batch: list[Event]) -> None:
+    def _write(self, batch: LogSlice) -> None:
         store = self.store
         try:
             with store._serialized(self.id):
@@ -307,7 +317,7 @@ class LiveSession:
             raise _never_written(self.id, batch, exc) from exc
 
 
-def _never_written(session_id: str, batch: list[Event], exc: Exception) -> WriteFailedError:
+def _never_written(session_id: str, batch: Sequence[Event], exc: Exception) -> WriteFailedError:
     """The error of a batch the store refused for a reason other than I/O."""
     first, last = batch[0], batch[-1]
     cause = f"{type(exc).__name__}: {exc}".encode("utf-8", "backslashreplace").decode("utf-8")
