@@ -43,19 +43,15 @@ import hashlib
 import os
 import sqlite3
 import threading
-import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import quote
 
 from agentlog.errors import (
     AgentlogError,
     ConcurrentWriterError,
-    InvalidHeaderError,
-    PersistenceIOError,
     SessionCorruptionError,
     SessionExistsError,
     SessionNotFoundError,
@@ -70,10 +66,10 @@ from agentlog.search_text import Candidates
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.codec import SQLITE_MAX_MEMBERS
 from agentlog.store.filelock import discard_lock_file, flock_holder, lock_in_process, lock_session_file
-from agentlog.store.group_commit import GroupCommitStore, Pending, fail_all
+from agentlog.store.group_commit import Pending, fail_all
 from agentlog.store.hooks import _State
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
-from agentlog.store.sqlite_errors import translate_error
+from agentlog.store.sqlite_connection import SqliteConnection
 from agentlog.store.sqlite_rows import (
     CORRUPT,
     Segment,
@@ -84,7 +80,6 @@ from agentlog.store.sqlite_rows import (
     scan_rows,
     scan_suffix,
     try_decode,
-    why,
 )
 from agentlog.store.sqlite_schema import (
     BUMP_REVISION,
@@ -101,19 +96,12 @@ from agentlog.store.sqlite_schema import (
     ROWS_RANGE,
     SELECT_SESSION,
     SELECT_SESSION_BY_KEY,
-    SELECT_STORE_ID,
     SESSION_EXISTS,
     TAIL,
     SessionInfo,
-    check_identity,
     check_path,
-    ensure_schema,
     header_values,
-    is_uuid,
-    open_file,
-    search_index,
     session_info,
-    set_journal_mode,
 )
 from agentlog.store.sqlite_search import candidates, decode_candidates, index_events, unindex_from
 
@@ -126,7 +114,7 @@ _CACHE_SIZE: Final = 5
 # -- the store -------------------------------------------------------------------------------------------
 
 
-class SqliteStore(GroupCommitStore):
+class SqliteStore(SqliteConnection):
     """Sessions in one SQLite database file (or ``:memory:``).
 
     The path is checked when the store is constructed (§5.2), the file opened on first use
@@ -176,115 +164,6 @@ class SqliteStore(GroupCommitStore):
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r}, journal_mode={self.journal_mode!r})"
-
-    # -- connection ------------------------------------------------------------------------------------
-
-    @property
-    def _file(self) -> str | None:
-        return None if self.memory else self.path
-
-    @contextlib.contextmanager
-    def _translated(self, session_id: str | None) -> Iterator[None]:
-        """Map every ``sqlite3`` error (and an unencodable id) to an agentlog error."""
-        try:
-            yield
-        except sqlite3.Error as exc:
-            raise translate_error(exc, session_id=session_id, file=self._file,
-                             busy_ms=self.busy_timeout_ms) from exc
-        except UnicodeEncodeError as exc:
-            raise InvalidHeaderError("session ids and header strings must be valid Unicode (no lone "
-                                     "surrogates) to be stored in SQLite", session_id=session_id) from exc
-
-    def _connection(self) -> sqlite3.Connection:
-        """The open connection (caller holds ``_db_lock``), opening and checking the file first."""
-        self._check_open()
-        if self._conn is None:
-            self._conn = self._open()
-        return self._conn
-
-    def _open(self) -> sqlite3.Connection:
-        started = time.monotonic()
-        if self.memory:
-            target, uri = ":memory:", False
-        else:
-            self._revision_prefix = open_file(self.path, create=self.may_create)
-            target, uri = f"file:{quote(os.fsencode(self.path))}?mode=rw", True  # bytes: any file name
-        conn = sqlite3.connect(target, timeout=self.busy_timeout_ms / 1000, isolation_level=None,
-                               check_same_thread=False, uri=uri)
-        try:
-            self._configure(conn, started)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _configure(self, conn: sqlite3.Connection, started: float) -> None:
-        """Spec §5.3, in order: hardening pragmas, schema identity, journal mode, synchronous, store id."""
-        conn.execute("PRAGMA trusted_schema = OFF")
-        conn.execute("PRAGMA mmap_size = 0")
-        if conn.execute("PRAGMA trusted_schema").fetchone()[0] != 0 or (
-            not self.memory and conn.execute("PRAGMA mmap_size").fetchone()[0] != 0
-        ):
-            raise StoreError("SQLite refused trusted_schema=OFF or mmap_size=0", file=self._file)
-        conn.execute("PRAGMA foreign_keys = ON")
-        self._schema_cookie = ensure_schema(conn, file=self._file, create=self.may_create)
-        self._fts = search_index(conn)
-        if self.may_create:  # a reader keeps the file's journal mode (switching it writes the file)
-            set_journal_mode(conn, self.journal_mode, expected="memory" if self.memory else self.journal_mode,
-                             deadline=started + self.busy_timeout_ms / 1000, file=self._file)
-        conn.execute("PRAGMA synchronous = FULL")
-        if conn.execute("PRAGMA synchronous").fetchone()[0] != 2:
-            raise StoreError("SQLite refused synchronous=FULL", file=self._file)
-        row = conn.execute(SELECT_STORE_ID).fetchone()
-        if row is None or type(row[0]) is not str or not is_uuid(row[0]):
-            raise StoreError("the database has no valid store identity", file=self._file)
-        if self.memory:
-            self._revision_prefix = "memory:"
-        self._revision_prefix += f"store:{row[0]}:"
-
-    # -- transactions ----------------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _reading(self, session_id: str | None = None) -> Iterator[sqlite3.Connection]:
-        """A deferred read transaction (a consistent snapshot; in WAL mode it never waits for writers)."""
-        with self._db_lock, self._translated(session_id):
-            conn = self._connection()
-            conn.execute("BEGIN")
-            try:
-                yield conn
-            finally:
-                if conn.in_transaction:
-                    conn.execute("COMMIT")
-
-    @contextlib.contextmanager
-    def _writing(self, session_id: str | None) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` with the identity re-checked; commit, or roll back on any error."""
-        with self._db_lock, self._translated(session_id):
-            conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._schema_cookie = check_identity(conn, checked_cookie=self._schema_cookie,
-                                                     file=self._file, mutation=True)
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                self._rollback(conn, exc, session_id)
-                raise
-            finally:
-                self._cache.pop(session_id or "", None)
-
-    def _rollback(self, conn: sqlite3.Connection, cause: BaseException, session_id: str | None) -> None:
-        if not conn.in_transaction:
-            return
-        try:
-            conn.execute("ROLLBACK")
-        except sqlite3.Error as failure:
-            detail = why(cause) if isinstance(cause, AgentlogError) else str(cause)
-            raise PersistenceIOError(f"{detail}; rolling back also failed: {failure}", session_id=session_id,
-                                     file=self._file) from cause
-
-    def _revision(self, info: SessionInfo) -> str:
-        return f"{self._revision_prefix}incarnation:{info.incarnation}:revision:{info.revision}"
 
     # -- reading ---------------------------------------------------------------------------------------
 
@@ -605,11 +484,3 @@ class SqliteStore(GroupCommitStore):
         if not self.memory:  # we hold its lock: a waiting opener re-checks the inode and retries
             with contextlib.suppress(OSError):
                 os.unlink(self._lock_path(session_id))
-
-    def _close_backend(self) -> None:
-        with self._db_lock:
-            conn, self._conn = self._conn, None
-            self._cache.clear()
-            if conn is not None:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.close()
