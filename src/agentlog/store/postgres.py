@@ -364,8 +364,3 @@ class PostgresStore(PostgresReads):
 
 class _Mismatch(Exception):  # noqa: N818 - internal control flow, never escapes
     """The stored next seq did not match the batch (turned into ``ConcurrentWriterError``)."""
-
-
-def _scalar(cursor: psycopg.Cursor[Any]) -> Any:
-    row = cursor.fetchone()
-    return None if row is None else row[0]
