@@ -506,8 +506,7 @@ class JsonlStore(JsonlForks):
             with contextlib.suppress(OSError):
                 fs.unlink(temp)
         self._paths[header.id] = final
-        with contextlib.suppress(OSError):  # after the unlink, which changed the ctime
-            self._seek.noted(final, *batch, None, identity_of(os.stat(final)))
+        self._seek.published(final, *batch)  # after the unlink, which changed the ctime
 
     def _append_bytes(self, session_id: str, data: bytes, seqs: tuple[int, int] | None) -> None:
         """Append and fsync; on failure truncate back to the previous size and re-raise.
@@ -578,9 +577,7 @@ class JsonlStore(JsonlForks):
                           file=str(path), offset=torn.truncate_to)
             known = self._ends.seq_at(header.id)
             self._saw_end(header.id, known or 0, torn.truncate_to if known is not None else None)
-            if marks:  # the sidecar named the file before the cut: rebuilt for the prefix kept
-                with contextlib.suppress(OSError):
-                    self._seek.noted(path, *marks[-1], None, identity_of(os.stat(path)), marks)
+            self._seek.truncated(path, marks)
         if events:
             self._append_bytes(header.id, self._encode(events), (events[0].seq, events[-1].seq + 1))
 

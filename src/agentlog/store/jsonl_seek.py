@@ -105,6 +105,19 @@ class SeekIndex:
                         os.unlink(temp)
             self._last[transcript] = after
 
+    def published(self, transcript: Path, seq: int, offset: int) -> None:
+        """Start the sidecar of a newly published transcript whose first batch (``seq``) is at
+        ``offset``: the transcript's identity is read now (failures are swallowed)."""
+        with contextlib.suppress(OSError):
+            self.noted(transcript, seq, offset, None, identity_of(os.stat(transcript)))
+
+    def truncated(self, transcript: Path, marks: Sequence[tuple[int, int]]) -> None:
+        """Rebuild the sidecar after a repair cut the transcript's torn tail, from ``marks`` of
+        the scan before the cut (the prefix kept still has them); none known: left stale."""
+        if marks:
+            with contextlib.suppress(OSError):
+                self.noted(transcript, *marks[-1], None, identity_of(os.stat(transcript)), marks)
+
     def find(self, transcript: Path, from_seq: int, current: Identity) -> tuple[int, int] | None:
         """(seq, offset) of the last indexed batch starting at or before ``from_seq``, when the
         sidecar is intact and describes the transcript exactly as ``current``; else None."""
