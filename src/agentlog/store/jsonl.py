@@ -39,8 +39,9 @@ from agentlog.packed import LogEntry
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.filelock import lock_session_file
 from agentlog.store.fs import FileSystem, io_error
+from agentlog.store.jsonl_checkpoint import DEFAULT_CHECKPOINT_BYTES, JsonlCheckpoints
 from agentlog.store.jsonl_ends import TranscriptEnds
-from agentlog.store.jsonl_forks import JsonlForks, Transcript, is_shared, public_header
+from agentlog.store.jsonl_forks import Transcript, is_shared, public_header
 from agentlog.store.jsonl_format import (
     TRANSCRIPT_RAW,
     TRANSCRIPT_ZSTD,
@@ -71,10 +72,12 @@ _FLAT_SUFFIXES = (".jsonl", ".jsonl.zstd")
 _ABSENT = (errno.ENOENT, errno.ENOTDIR)
 
 
-class JsonlStore(JsonlForks):
+class JsonlStore(JsonlCheckpoints):
     """Sessions as JSONL transcripts under ``root`` (zstd frames by default, or raw).
 
     ``create=False`` (readers): ``root`` must exist; reads never create a file in it.
+    ``checkpoint_bytes``: a validated-state checkpoint once that many bytes follow the last one
+    (``jsonl_checkpoint``); None: never written nor read.
     """
 
     name = "jsonl"
@@ -88,8 +91,10 @@ class JsonlStore(JsonlForks):
         write_delay_ms: int = DEFAULT_WRITE_DELAY_MS,
         fs: FileSystem | None = None,
         create: bool = True,
+        checkpoint_bytes: int | None = DEFAULT_CHECKPOINT_BYTES,
     ) -> None:
         super().__init__(write_delay_ms=write_delay_ms)
+        self._init_checkpoints(checkpoint_bytes)
         if compression not in ("zstd", "none"):
             raise ValueError(f'compression must be "zstd" or "none", got {compression!r}')
         self.root = Path(os.path.abspath(os.fspath(root)))
@@ -308,13 +313,6 @@ class JsonlStore(JsonlForks):
             while len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
         return transcript
-
-    def _seek_marks(self, session_id: str, revision: str | None = None) -> tuple[tuple[int, int], ...]:
-        """``LogScan.marks`` of this store's full scan of a transcript (of ``revision`` if given)."""
-        with self._cache_guard:
-            cached = self._cache.get(session_id)
-        fits = cached is not None and not cached.partial and revision in (None, cached.revision)
-        return cached.marks if cached is not None and fits else ()
 
     def _forget(self, session_id: str) -> None:
         with self._cache_guard:

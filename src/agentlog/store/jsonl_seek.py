@@ -118,6 +118,22 @@ class SeekIndex:
             with contextlib.suppress(OSError):
                 self.noted(transcript, *marks[-1], None, identity_of(os.stat(transcript)), marks)
 
+    def batches(self, transcript: Path, current: Identity) -> list[tuple[int, int]]:
+        """(seq, offset) of every indexed batch start, when the sidecar is intact and describes the
+        transcript exactly as ``current``; else [] (a checkpoint's span table: ``jsonl_checkpoint``)."""
+        try:
+            with _open_read(self.path_of(transcript)) as handle:
+                data = handle.read()
+        except OSError:
+            return []
+        count = (len(data) - len(_MAGIC)) // _RECORD
+        if count <= 0 or not data.startswith(_MAGIC) or (len(data) - len(_MAGIC)) % _RECORD:
+            return []
+        records = [_unpack(data, index) for index in range(count)]
+        if any(record is None for record in records) or records[-1][2] != current:  # type: ignore[index]
+            return []
+        return [(record[0], record[1]) for record in records if record is not None]
+
     def find(self, transcript: Path, from_seq: int, current: Identity) -> tuple[int, int] | None:
         """(seq, offset) of the last indexed batch starting at or before ``from_seq``, when the
         sidecar is intact and describes the transcript exactly as ``current``; else None."""
