@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,8 +30,9 @@ from agentlog.packed import LazySpan
 from agentlog.session import Session
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.jsonl_checkpoint import CHECKPOINT_SUFFIX
-from agentlog.store.jsonl_format import compress_frame, encode_batch
+from agentlog.store.jsonl_format import compress_frame, encode_batch, encode_header_line
 from tests.compaction.helpers import FixedSummarizer
+from tests.legacy_logs import legacy_message_log
 from tests.store.test_jsonl_seek import full_scan, indexed
 from tests.strategies import Op, run_ops, session_ops, user_message
 
@@ -369,3 +371,21 @@ def test_a_write_after_a_resume_keeps_reads_seeking(tmp_path: Path, compression:
     total = len(events) + 4
     for from_seq in (0, 5, len(events) - 1, len(events) + 1, total - 1):
         assert indexed(root, compression, from_seq) == (full_scan(root, compression, from_seq), 0), from_seq
+
+
+def test_a_legacy_log_is_never_checkpointed_even_when_its_load_repairs_it(tmp_path: Path) -> None:
+    """Its load upgrades the events in memory: a checkpoint would vouch for bytes that parse to the
+    legacy shapes. A torn tail makes the load repair first, which must not lose that knowledge."""
+    path = transcript(tmp_path, "none")
+    path.parent.mkdir(parents=True)
+    lines = [encode_header_line(HEADER), *(orjson.dumps(wire) + b"\n" for wire in legacy_message_log())]
+    path.write_bytes(b"".join(lines) + b'{"type":"step/sta')  # a torn last line
+    store = JsonlStore(tmp_path, compression="none", write_delay_ms=60_000, checkpoint_bytes=0)
+    live = store.open(SID)
+    live.session.append("turn/start", {"turn": 2})
+    live.session.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+    live.close()
+    assert not sidecar(tmp_path, "none").exists()
+    full = JsonlStore(tmp_path, compression="none", checkpoint_bytes=None).load(SID)
+    resumed = JsonlStore(tmp_path, compression="none", checkpoint_bytes=0).load(SID)
+    assert list(resumed.events) == list(full.events)

@@ -347,28 +347,29 @@ class JsonlCheckpoints(JsonlForks):
     # -- writing -----------------------------------------------------------------------------
 
     def _load_committed(self, session_id: str, ready: Prepared | None = None) -> Session:
-        session = super()._load_committed(session_id, ready)
-        with self._guard:
-            prepared = self._prepared.get(session_id)
-        if prepared is not None and self.checkpoint_bytes is not None:
+        prepared = ready or self._prepare(session_id)  # kept: a repair drops it from the cache
+        session = super()._load_committed(session_id, prepared)
+        if self.checkpoint_bytes is not None:
             self._checkpoint_prepared(session_id, *prepared)
         return session
 
     def _checkpoint_prepared(self, session_id: str, stored: StoredLog, source: Session,
                              _closers: list[Event]) -> None:
-        """After a load: checkpoint the validated log unless a recent checkpoint already covers it."""
+        """After a load: checkpoint the validated log unless a recent checkpoint already covers it.
+        A log whose load upgraded legacy shapes in memory is marked never to be checkpointed (its
+        live session's close included), even when a repair changed the file meanwhile."""
+        resumed = self._resumed.get(session_id)
+        fresh = resumed is not None and resumed[0] == stored.revision
+        if not fresh and not all(map(operator.is_, source._log, stored.events)):  # legacy upgraded
+            self._unmirrored.add(session_id)
         if stored.torn is not None or stored.writers or session_id in self._unmirrored:
             return
-        resumed = self._resumed.get(session_id)
         prior: Sequence[tuple[int, int]] = ()
-        if resumed is not None and resumed[0] == stored.revision:
+        if resumed is not None and fresh:
             size = _size_of(stored.revision)
             if size - resumed[1][1] < (self.checkpoint_bytes or 0) or size == resumed[1][1]:
                 return
             prior = resumed[2]
-        elif not all(map(operator.is_, source._log, stored.events)):  # legacy shapes upgraded
-            self._unmirrored.add(session_id)
-            return
         elif _size_of(stored.revision) < (self.checkpoint_bytes or 0):
             return  # small: a full read costs little
         path = self._find(session_id)
