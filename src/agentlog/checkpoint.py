@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Final
 
-from agentlog.events import REQUEST_CONTEXT
+from agentlog.events import REQUEST_CONTEXT, REQUEST_HEADER
 from agentlog.header import SessionHeader
 from agentlog.jsonvalue import FrozenDict
 from agentlog.messages import Message
 from agentlog.packed import LazySpan, SpanReader
+from agentlog.request_header import event_header
 from agentlog.session import Session
 
 __all__ = ["SessionState", "capture_state", "resume_session", "trusted_messages"]
@@ -77,7 +78,8 @@ def _count(value: Any) -> bool:
 
 
 def _seqs(value: Any, count: int) -> bool:
-    return type(value) is list and all(type(seq) is int and 0 <= seq < count for seq in value)
+    return type(value) is list and (not value or (
+        set(map(type, value)) == {int} and min(value) >= 0 and max(value) < count))
 
 
 def capture_state(session: Session, count: int) -> tuple[SessionState, list[Message]]:
@@ -133,9 +135,18 @@ def resume_session(header: SessionHeader, state: SessionState, spans: Sequence[t
         session._derived = messages
         session._derived_nodes = state.derived_nodes
         session._derived_generation = state.replace_generation
-    # The scans restart at the latest header/context: reading it parses one span, lazily.
-    session._header_scan = state.count if state.header_seq is None else state.header_seq
-    session._context_scan = state.count if state.context_seq is None else state.context_seq
+    # The request scans stand at the prefix's end; their events are read now (one span each).
+    session._header_scan = session._context_scan = state.count
+    if state.header_seq is not None:
+        header_event = session._event_at(state.header_seq)
+        if header_event.type != REQUEST_HEADER or event_header(header_event) is None:
+            raise ValueError(f"seq {state.header_seq} holds no request header")
+        session._header_event = header_event
+    if state.context_seq is not None:
+        context = session._event_at(state.context_seq)
+        if context.type != REQUEST_CONTEXT:
+            raise ValueError(f"seq {state.context_seq} holds no request context")
+        session._request_context = context.data
     return session
 
 

@@ -40,7 +40,7 @@ DATABASE_FIGURES = {
     *READ_FIGURES,
     "baseline.fork_write_ms", "baseline.full_copy_bytes", "fork.ms", "fork.warm_ms", "fork.bytes",
 }
-STORE_FIGURES = DATABASE_FIGURES | {"persist.fsync_share", "size.unpacked_bytes"}
+STORE_FIGURES = DATABASE_FIGURES | {"persist.fsync_share", "size.unpacked_bytes", "load.full_s"}
 ZSTD_ONLY = {"baseline.compress_s", "baseline.zstd_one_frame_bytes"}
 BACKENDS = ("jsonl-zstd", "jsonl-raw")
 UNREACHABLE = "postgresql://postgres@127.0.0.1:1/test?connect_timeout=3"

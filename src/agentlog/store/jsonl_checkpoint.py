@@ -29,6 +29,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import zstandard
+
 from agentlog.bulk import gc_paused
 from agentlog.checkpoint import SessionState, capture_state, resume_session, trusted_messages
 from agentlog.errors import AgentlogError, SessionCorruptionError
@@ -62,7 +64,7 @@ _HEAD: Final = struct.Struct("<IQQ32s32s")  # version, core bytes, message bytes
 _HEAD_DIGEST: Final = 16
 _NO_FOLLOW: Final = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
-_FAILURES: Final = (AgentlogError, OSError, ValueError, TypeError, KeyError, IndexError)
+_FAILURES: Final = (AgentlogError, OSError, ValueError, TypeError, KeyError, IndexError, zstandard.ZstdError)
 """What a damaged or foreign checkpoint can raise while it is read: it is then ignored."""
 
 Prepared = tuple[StoredLog, Session, list[Event]]
@@ -88,10 +90,11 @@ def checkpoint_path(transcript: Path) -> Path:
 
 def encode_checkpoint(session_id: str, offset: int, digest: bytes, spans: Sequence[tuple[int, int]],
                       state: SessionState, messages: Sequence[Message]) -> bytes:
-    """The sidecar bytes: magic, a digested head, the core JSON, the messages JSON."""
+    """The sidecar bytes: magic, a digested head, the core JSON, the messages JSON (one zstd frame:
+    a quarter of the size for a few percent of a resume's time)."""
     core = dumps({"sessionId": session_id, "agentlog": _rules(), "offset": offset, "sha256": digest.hex(),
                   "spans": [list(span) for span in spans], "state": state.to_wire()})
-    body = dumps(list(messages))
+    body = zstandard.ZstdCompressor(level=1).compress(dumps(list(messages)))
     head = _HEAD.pack(_VERSION, len(core), len(body), hashlib.sha256(core).digest(),
                       hashlib.sha256(body).digest())
     return _MAGIC + head + hashlib.blake2b(head, digest_size=_HEAD_DIGEST).digest() + core + body
@@ -145,7 +148,7 @@ def _read_messages(path: Path, core: _Core) -> list[Message] | None:
         return None
     if len(body) != core.messages_size or hashlib.sha256(body).digest() != core.messages_digest:
         return None
-    return trusted_messages(loads(body))
+    return trusted_messages(loads(zstandard.ZstdDecompressor().decompress(body)))
 
 
 def _write_sidecar(path: Path, data: bytes) -> None:
@@ -289,6 +292,8 @@ class JsonlCheckpoints(JsonlForks):
         if core is None:
             return None
         try:
+            if not with_messages:  # a few thousand objects: no collection to spare
+                return self._resume_from(session_id, path, core, with_messages)
             with gc_paused():
                 return self._resume_from(session_id, path, core, with_messages)
         except _FAILURES as exc:
@@ -302,7 +307,8 @@ class JsonlCheckpoints(JsonlForks):
         data, revision = read
         if hashlib.sha256(memoryview(data)[:core.offset]).digest() != core.digest:
             return None
-        stored_header = read_header_prefix(iter((data,)), compressed=self.compressed, path=str(path))
+        head = data[:_header_end(data, self.compressed)]
+        stored_header = read_header_prefix(iter((head,)), compressed=self.compressed, path=str(path))
         if stored_header is None or is_shared(stored_header):
             return None
         self._check_identity(session_id, stored_header, path)
