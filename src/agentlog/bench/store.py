@@ -105,7 +105,7 @@ SIDE_BY_SIDE: Final = (
 )
 """Rows of the "backends side by side" table: figure key and row label."""
 NOT_APPLICABLE: Final = {"persist.fsync_share": "n/a (the database syncs)",
-                         "size.unpacked_bytes": "n/a (always packed)"}
+                         "size.unpacked_bytes": "n/a (always packed)", "load.full_s": "n/a (no checkpoint)"}
 """What a database column shows for the figures only the file stores have."""
 
 
