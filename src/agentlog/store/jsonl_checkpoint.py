@@ -210,6 +210,8 @@ class JsonlCheckpoints(JsonlForks):
     """Sessions whose loaded log differs from its bytes (legacy shapes upgraded): never checkpointed."""
     _resumed: dict[str, tuple[str, tuple[int, int], list[tuple[int, int]]]]
     """Per session resumed from a checkpoint: (revision, its (count, offset), its batch starts)."""
+    _resumed_forks: OrderedDict[str, tuple[str, Session]]
+    """Whole logs a cold fork resumed from a checkpoint (without messages), per revision (LRU)."""
     _cache: OrderedDict[str, Transcript]
     _cache_guard: threading.Lock
 
@@ -244,6 +246,7 @@ class JsonlCheckpoints(JsonlForks):
         self.checkpoint_bytes = checkpoint_bytes
         self._unmirrored = set()
         self._resumed = {}
+        self._resumed_forks = OrderedDict()
 
     def _prepare(self, session_id: str) -> Prepared:
         path = self._find(session_id)
@@ -266,7 +269,7 @@ class JsonlCheckpoints(JsonlForks):
             resumed = self._resume(session_id, with_messages=False)
             if resumed is not None:
                 stored, source, _closers = resumed
-                self._remember(self._fork_sources, session_id, (stored.revision, source, source.seq))
+                self._remember(self._resumed_forks, session_id, (stored.revision, source))
                 return source, source.seq
         return super()._fork_source(session_id, boundary)
 
@@ -283,10 +286,8 @@ class JsonlCheckpoints(JsonlForks):
         except OSError:
             return None
         with self._guard:
-            known = self._fork_sources.get(session_id)
-        if not with_messages and known is not None and known[0] == _revision(current) and (
-            known[2] == known[1].seq
-        ):
+            known = self._resumed_forks.get(session_id)
+        if not with_messages and known is not None and known[0] == _revision(current):
             return StoredLog(known[1].header, known[1].events, known[0]), known[1], []
         core = _read_core(checkpoint_path(path), session_id)
         if core is None:
