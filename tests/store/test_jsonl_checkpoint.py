@@ -392,3 +392,26 @@ def test_a_legacy_log_is_never_checkpointed_even_when_its_load_repairs_it(tmp_pa
     full = JsonlStore(tmp_path, compression="none", checkpoint_bytes=None).load(SID)
     resumed = JsonlStore(tmp_path, compression="none", checkpoint_bytes=0).load(SID)
     assert list(resumed.events) == list(full.events)
+
+
+def test_a_resumed_log_whose_resume_was_forgotten_is_not_reparsed(
+    tmp_path: Path, compression: Compression,
+) -> None:
+    """The prepared-log cache may keep a resumed log longer than the memory of its resume: a load
+    then neither parses its prefix (to compare it with the bytes) nor stops checkpointing it."""
+    ids = [f"s{number}" for number in range(1, 8)]
+    for session_id in ids:
+        writer = JsonlStore(tmp_path, compression=compression, write_delay_ms=60_000, checkpoint_bytes=0)
+        live = writer.start(SessionHeader(id=session_id, created_at=1000, cwd="/home/user/project"))
+        record_workload(live.session, 2, flush=live.flush, checkpoint=live.flush)
+        live.close()
+    store = JsonlStore(tmp_path, compression=compression, checkpoint_bytes=0)
+    for session_id in ids[:5]:
+        store.load(session_id)
+    store.load("s1")  # a cache hit: s1 is the most recent prepared log
+    store.load("s6")  # resumes s6: the oldest remembered resume (s1's) is forgotten
+    assert "s1" not in store._resumed
+    source = store._prepared["s1"][1]
+    store.load("s1")
+    assert "s1" not in store._unmirrored
+    assert sum(span._entries is not None for span in spans_of(source)) <= 3

@@ -38,7 +38,7 @@ from agentlog.events import Event
 from agentlog.jsonvalue import dumps, loads
 from agentlog.legacy import upgrade_legacy
 from agentlog.messages import Message
-from agentlog.packed import ChunkRun
+from agentlog.packed import ChunkRun, LazySpan
 from agentlog.repair import interrupted_turn_closers
 from agentlog.session import Session
 from agentlog.storable import PLAIN_STORED_TYPES, refuse_retired, refuse_unknown
@@ -208,8 +208,8 @@ class JsonlCheckpoints(JsonlForks):
     checkpoint_bytes: int | None
     _unmirrored: set[str]
     """Sessions whose loaded log differs from its bytes (legacy shapes upgraded): never checkpointed."""
-    _resumed: dict[str, tuple[str, tuple[int, int], list[tuple[int, int]]]]
-    """Per session resumed from a checkpoint: (revision, its (count, offset), its batch starts)."""
+    _resumed: OrderedDict[str, tuple[str, tuple[int, int], list[tuple[int, int]]]]
+    """Per session resumed from a checkpoint (LRU): (revision, its (count, offset), its batch starts)."""
     _resumed_forks: OrderedDict[str, tuple[str, Session]]
     """Whole logs a cold fork resumed from a checkpoint (without messages), per revision (LRU)."""
     _cache: OrderedDict[str, Transcript]
@@ -245,7 +245,7 @@ class JsonlCheckpoints(JsonlForks):
                              f"got {checkpoint_bytes!r}")
         self.checkpoint_bytes = checkpoint_bytes
         self._unmirrored = set()
-        self._resumed = {}
+        self._resumed = OrderedDict()
         self._resumed_forks = OrderedDict()
 
     def _prepare(self, session_id: str) -> Prepared:
@@ -333,8 +333,7 @@ class JsonlCheckpoints(JsonlForks):
         session._load_seed(suffix)
         closers = interrupted_turn_closers(session.events)
         self._saw_end(session_id, session.seq, len(data), read=True)
-        with self._guard:
-            self._resumed[session_id] = (revision, (core.state.count, core.offset), core.spans)
+        self._remember(self._resumed, session_id, (revision, (core.state.count, core.offset), core.spans))
         return StoredLog(header, session.events, revision), session, closers
 
     def _span_reader(self, data: bytes, path: Path) -> Any:
@@ -367,10 +366,13 @@ class JsonlCheckpoints(JsonlForks):
         live session's close included), even when a repair changed the file meanwhile."""
         resumed = self._resumed.get(session_id)
         fresh = resumed is not None and resumed[0] == stored.revision
-        if not fresh and not all(map(operator.is_, source._log, stored.events)):  # legacy upgraded
+        spanned = bool(source._log) and isinstance(source._log[0], LazySpan)  # resumed: mirrors its bytes
+        if not spanned and not all(map(operator.is_, source._log, stored.events)):  # legacy upgraded
             self._unmirrored.add(session_id)
         if stored.torn is not None or stored.writers or session_id in self._unmirrored:
             return
+        if spanned and not fresh:
+            return  # resumed, but what it resumed from is no longer remembered
         prior: Sequence[tuple[int, int]] = ()
         if resumed is not None and fresh:
             size = _size_of(stored.revision)
