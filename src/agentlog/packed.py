@@ -14,7 +14,7 @@ run at the end of the log grows by one member per delta, and a live session's wr
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias, overload
 
 from agentlog.events import ASSISTANT_CHUNK, Event, make_event
@@ -23,10 +23,16 @@ from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict
 if TYPE_CHECKING:
     from agentlog.session import Session
 
-__all__ = ["ChunkRun", "EventsView", "LogEntry", "LogSlice", "resolve_entries"]
+__all__ = ["ChunkRun", "EventsView", "LazySpan", "LogEntry", "LogSlice", "SpanReader", "resolve_entries",
+           "unspanned"]
 
 LogEntry: TypeAlias = "Event | ChunkRun"
-"""A slot of a session's log: an event, or the packed run that holds the event of that seq."""
+"""A slot of a session's log: an event, or the packed run that holds the event of that seq. A
+session resumed from a checkpoint also holds ``LazySpan`` slots below its ``lazy_end``: they
+answer ``event(seq)`` like a run (and ``entry(seq)`` with the slot they stand for)."""
+
+SpanReader: TypeAlias = "Callable[[int, int, int, int], list[Event | ChunkRun]]"
+"""``read(seq0, count, start, end)``: the slots of a checkpointed span, parsed from its bytes."""
 
 _TOOL_CALL_DELTA: Final = "tool-call-delta"
 _expand_lock = threading.Lock()
@@ -113,11 +119,62 @@ class ChunkRun:
         return f"ChunkRun(seq0={self.seq0}, count={self.count})"
 
 
+class LazySpan:
+    """Events ``seq0 .. seq0 + count - 1`` of a validated log prefix, still unparsed.
+
+    A checkpoint (``agentlog.checkpoint``) proved by hash that the bytes ``start .. end`` of a
+    transcript are the ones validated when it was written, so a resumed session holds one
+    ``LazySpan`` in every slot the span covers and parses it on the first read of one of its
+    events (through ``read``); later reads return the same objects. It has no single ``type``:
+    code that scans slots must read ``event(seq)`` (or ``entries()``) instead.
+    """
+
+    __slots__ = ("_entries", "_read", "count", "end", "seq0", "start")
+
+    def __init__(self, seq0: int, count: int, start: int, end: int, read: SpanReader) -> None:
+        self.seq0 = seq0
+        self.count = count
+        self.start = start
+        self.end = end
+        self._read = read
+        self._entries: list[Event | ChunkRun] | None = None
+
+    @property
+    def type(self) -> str:
+        raise TypeError(f"{self!r} covers many events: read event(seq) for a type")
+
+    def entries(self) -> list[Event | ChunkRun]:
+        """The span's slots (events and packed runs), parsed once (shared: never mutate)."""
+        entries = self._entries
+        if entries is None:
+            with _expand_lock:
+                entries = self._entries
+                if entries is None:
+                    entries = self._entries = self._read(self.seq0, self.count, self.start, self.end)
+        return entries
+
+    def entry(self, seq: int) -> Event | ChunkRun:
+        """The slot of ``seq`` (an event, or its packed run)."""
+        return self.entries()[seq - self.seq0]
+
+    def event(self, seq: int) -> Event:
+        """The event with this seq (``seq0 <= seq < seq0 + count``)."""
+        entry = self.entries()[seq - self.seq0]
+        return entry if entry.__class__ is Event else entry.event(seq)  # type: ignore[union-attr]
+
+    def __repr__(self) -> str:
+        return f"LazySpan(seq0={self.seq0}, count={self.count}, bytes={self.start}..{self.end})"
+
+
+_LAZY: Any = LazySpan  # typed Any: a log's declared slot type (``LogEntry``) leaves spans out
+
+
 class EventsView(Sequence[Event]):
     """An immutable snapshot of the first ``len`` events of a log (the log only grows).
 
-    Slots below ``lazy_end`` may hold a packed ``ChunkRun`` (a cold-loaded row): reading
-    one returns its event, built once and shared by every reader.
+    Slots below ``lazy_end`` may hold a packed ``ChunkRun`` (a cold-loaded row) or a
+    ``LazySpan`` (a checkpointed prefix): reading one returns its event, built once and shared
+    by every reader.
     """
 
     __slots__ = ("_lazy", "_len", "_log", "_source")
@@ -160,12 +217,15 @@ class EventsView(Sequence[Event]):
 
     def entries(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, LogEntry]]:
         """``(seq, slot)`` from ``start`` to ``stop``, each packed run once and unexpanded (at the
-        first of its seqs in range): for scans that skip stream chunks (the viewer)."""
+        first of its seqs in range): for scans that skip stream chunks (the viewer). A lazy span
+        is parsed and its slots are yielded instead."""
         log = self._log
         end = self._len if stop is None else min(stop, self._len)
         index = max(start, 0)
         while index < end:
             entry = log[index]
+            if entry.__class__ is _LAZY:
+                entry = entry.entry(index)  # type: ignore[union-attr]
             yield index, entry
             index = entry.seq0 + entry.count if isinstance(entry, ChunkRun) else index + 1
 
@@ -236,11 +296,21 @@ class LogSlice(Sequence[Event]):
         return f"LogSlice({self.start}..{self.stop})"
 
 
+def unspanned(entries: list[LogEntry]) -> list[LogEntry]:
+    """``entries`` (slots from seq 0) with every ``LazySpan`` replaced by the slot it stands for."""
+    lazy = _LAZY
+    if not any(entry.__class__ is lazy for entry in entries):
+        return entries
+    slots: list[Any] = entries
+    return [entry.entry(seq) if entry.__class__ is lazy else entry for seq, entry in enumerate(slots)]
+
+
 def resolve_entries(entries: Sequence[Any], first_seq: int = 0) -> list[Event]:
-    """``entries`` (slots from ``first_seq`` on) with every ``ChunkRun`` replaced by its event."""
+    """``entries`` (slots from ``first_seq`` on) with every ``ChunkRun`` or ``LazySpan`` replaced
+    by its event."""
     out = list(entries)
     for offset, entry in enumerate(out):
-        if entry.__class__ is ChunkRun:
+        if entry.__class__ is not Event:
             out[offset] = entry.event(first_seq + offset)
     return out
 

@@ -22,7 +22,7 @@ from agentlog.events import (
 )
 from agentlog.jsonvalue import freeze
 from agentlog.messages import check_message_shape
-from agentlog.packed import ChunkRun, EventsView
+from agentlog.packed import ChunkRun, EventsView, unspanned
 from agentlog.request_header import check_request_header_shape
 from agentlog.surface import parse_markers
 
@@ -40,7 +40,7 @@ def validate_seed(session: Session, seed: Iterable[Any]) -> None:
     manager = session._manager
     contiguous = session._validated == len(log)
     if isinstance(seed, EventsView):  # another session's (or a store's) log: keep packed runs packed
-        seed = seed._log[: seed._len]
+        seed = unspanned(seed._log[: seed._len])  # a checkpointed prefix: validate its events
     entries: Iterator[Any] = iter(seed)
     index = len(log) - 1
     while (entry := next(entries, _END)) is not _END:

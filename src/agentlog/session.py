@@ -34,7 +34,7 @@ from agentlog.events import (
 from agentlog.header import SessionHeader, now_ms
 from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze, valid_text
 from agentlog.messages import Message, derive_event_message
-from agentlog.packed import ChunkRun, EventsView, LogEntry
+from agentlog.packed import ChunkRun, EventsView, LazySpan, LogEntry
 from agentlog.request_header import canonical_header, event_header
 from agentlog.seed import validate_seed
 from agentlog.storable import APPEND_PLAIN_TYPES, check_appendable
@@ -47,6 +47,7 @@ logger = logging.getLogger("agentlog")
 _new_tuple = tuple.__new__
 _new_dict = dict.__new__
 _fill = dict.update
+_LAZY: Any = LazySpan  # a checkpointed prefix's slot (typed Any: ``LogEntry`` leaves spans out)
 
 Observer = Callable[[Event], object]
 """Called after each committed append with the logged event; failures are contained."""
@@ -179,9 +180,23 @@ class Session:
                 manager.apply(event)
         manager.next_seq = len(log)
         session._first_live_seq = len(log)
+        session._adopt_scans(source, length)
         if seal:
             session._mark_end_seed()
         return session
+
+    def _adopt_scans(self, source: Session, length: int) -> None:
+        """Carry ``source``'s derived messages and request scans over to this copy of its first
+        ``length`` events where they hold for it, so a copy (a load, a resume) never re-reads
+        events it shares (a checkpointed prefix stays unparsed)."""
+        if length == len(source._log) and source._derived_generation == self._manager.replace_generation:
+            self._derived = list(source._derived)
+            self._derived_nodes, self._derived_generation = source._derived_nodes, source._derived_generation
+        header, context = source._header_event, source._request_context
+        if source._header_scan >= length and (header is None or header[1] < length):
+            self._header_scan, self._header_event = length, header
+        if source._context_scan >= length and (length == len(source._log) or context is None):
+            self._context_scan, self._request_context = length, context
 
     def _seal(self) -> None:
         """Finish a restore: everything so far is seed; mark the seam with ``session/end-seed``."""
@@ -193,7 +208,10 @@ class Session:
             validate_seed(self, seed)
 
     def _mark_end_seed(self) -> None:
-        if not self._log or self._log[-1].type != END_SEED:
+        last = self._log[-1] if self._log else None
+        if last.__class__ is _LAZY:
+            last = last.event(len(self._log) - 1)  # type: ignore[union-attr]
+        if last is None or last.type != END_SEED:
             validated = self._validated == len(self._log)
             self.append(END_SEED, {})
             if validated:  # the marker is a valid seed event by construction
@@ -272,6 +290,8 @@ class Session:
         log = self._log
         for index in range(self._header_scan, len(log)):
             entry = log[index]
+            if entry.__class__ is _LAZY:
+                entry = entry.entry(index)  # type: ignore[union-attr]
             if entry.type == REQUEST_HEADER and isinstance(entry, Event) and event_header(entry) is not None:
                 self._header_event = entry
         self._header_scan = len(log)
@@ -287,6 +307,8 @@ class Session:
         log = self._log
         for index in range(self._context_scan, len(log)):
             entry = log[index]
+            if entry.__class__ is _LAZY:
+                entry = entry.entry(index)  # type: ignore[union-attr]
             if entry.type == REQUEST_CONTEXT and isinstance(entry, Event):
                 self._request_context = entry.data
         self._context_scan = len(log)

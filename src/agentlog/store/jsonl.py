@@ -39,8 +39,9 @@ from agentlog.packed import LogEntry
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.filelock import lock_session_file
 from agentlog.store.fs import FileSystem, io_error
+from agentlog.store.jsonl_checkpoint import DEFAULT_CHECKPOINT_BYTES, JsonlCheckpoints
 from agentlog.store.jsonl_ends import TranscriptEnds
-from agentlog.store.jsonl_forks import JsonlForks, Transcript, is_shared, public_header
+from agentlog.store.jsonl_forks import Transcript, is_shared, public_header
 from agentlog.store.jsonl_format import (
     TRANSCRIPT_RAW,
     TRANSCRIPT_ZSTD,
@@ -71,10 +72,12 @@ _FLAT_SUFFIXES = (".jsonl", ".jsonl.zstd")
 _ABSENT = (errno.ENOENT, errno.ENOTDIR)
 
 
-class JsonlStore(JsonlForks):
+class JsonlStore(JsonlCheckpoints):
     """Sessions as JSONL transcripts under ``root`` (zstd frames by default, or raw).
 
     ``create=False`` (readers): ``root`` must exist; reads never create a file in it.
+    ``checkpoint_bytes``: a validated-state checkpoint once that many bytes follow the last one
+    (``jsonl_checkpoint``); None: never written nor read.
     """
 
     name = "jsonl"
@@ -88,8 +91,10 @@ class JsonlStore(JsonlForks):
         write_delay_ms: int = DEFAULT_WRITE_DELAY_MS,
         fs: FileSystem | None = None,
         create: bool = True,
+        checkpoint_bytes: int | None = DEFAULT_CHECKPOINT_BYTES,
     ) -> None:
         super().__init__(write_delay_ms=write_delay_ms)
+        self._init_checkpoints(checkpoint_bytes)
         if compression not in ("zstd", "none"):
             raise ValueError(f'compression must be "zstd" or "none", got {compression!r}')
         self.root = Path(os.path.abspath(os.fspath(root)))
@@ -309,13 +314,6 @@ class JsonlStore(JsonlForks):
                 self._cache.popitem(last=False)
         return transcript
 
-    def _seek_marks(self, session_id: str, revision: str | None = None) -> tuple[tuple[int, int], ...]:
-        """``LogScan.marks`` of this store's full scan of a transcript (of ``revision`` if given)."""
-        with self._cache_guard:
-            cached = self._cache.get(session_id)
-        fits = cached is not None and not cached.partial and revision in (None, cached.revision)
-        return cached.marks if cached is not None and fits else ()
-
     def _forget(self, session_id: str) -> None:
         with self._cache_guard:
             self._cache.pop(session_id, None)
@@ -506,8 +504,7 @@ class JsonlStore(JsonlForks):
             with contextlib.suppress(OSError):
                 fs.unlink(temp)
         self._paths[header.id] = final
-        with contextlib.suppress(OSError):  # after the unlink, which changed the ctime
-            self._seek.noted(final, *batch, None, identity_of(os.stat(final)))
+        self._seek.published(final, *batch)  # after the unlink, which changed the ctime
 
     def _append_bytes(self, session_id: str, data: bytes, seqs: tuple[int, int] | None) -> None:
         """Append and fsync; on failure truncate back to the previous size and re-raise.
@@ -578,9 +575,7 @@ class JsonlStore(JsonlForks):
                           file=str(path), offset=torn.truncate_to)
             known = self._ends.seq_at(header.id)
             self._saw_end(header.id, known or 0, torn.truncate_to if known is not None else None)
-            if marks:  # the sidecar named the file before the cut: rebuilt for the prefix kept
-                with contextlib.suppress(OSError):
-                    self._seek.noted(path, *marks[-1], None, identity_of(os.stat(path)), marks)
+            self._seek.truncated(path, marks)
         if events:
             self._append_bytes(header.id, self._encode(events), (events[0].seq, events[-1].seq + 1))
 

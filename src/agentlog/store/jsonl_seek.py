@@ -105,6 +105,35 @@ class SeekIndex:
                         os.unlink(temp)
             self._last[transcript] = after
 
+    def published(self, transcript: Path, seq: int, offset: int) -> None:
+        """Start the sidecar of a newly published transcript whose first batch (``seq``) is at
+        ``offset``: the transcript's identity is read now (failures are swallowed)."""
+        with contextlib.suppress(OSError):
+            self.noted(transcript, seq, offset, None, identity_of(os.stat(transcript)))
+
+    def truncated(self, transcript: Path, marks: Sequence[tuple[int, int]]) -> None:
+        """Rebuild the sidecar after a repair cut the transcript's torn tail, from ``marks`` of
+        the scan before the cut (the prefix kept still has them); none known: left stale."""
+        if marks:
+            with contextlib.suppress(OSError):
+                self.noted(transcript, *marks[-1], None, identity_of(os.stat(transcript)), marks)
+
+    def batches(self, transcript: Path, current: Identity) -> list[tuple[int, int]]:
+        """(seq, offset) of every indexed batch start, when the sidecar is intact and describes the
+        transcript exactly as ``current``; else [] (a checkpoint's span table: ``jsonl_checkpoint``)."""
+        try:
+            with _open_read(self.path_of(transcript)) as handle:
+                data = handle.read()
+        except OSError:
+            return []
+        count = (len(data) - len(_MAGIC)) // _RECORD
+        if count <= 0 or not data.startswith(_MAGIC) or (len(data) - len(_MAGIC)) % _RECORD:
+            return []
+        records = [_unpack(data, index) for index in range(count)]
+        if any(record is None for record in records) or records[-1][2] != current:  # type: ignore[index]
+            return []
+        return [(record[0], record[1]) for record in records if record is not None]
+
     def find(self, transcript: Path, from_seq: int, current: Identity) -> tuple[int, int] | None:
         """(seq, offset) of the last indexed batch starting at or before ``from_seq``, when the
         sidecar is intact and describes the transcript exactly as ``current``; else None."""
