@@ -23,14 +23,12 @@ import orjson
 
 from agentlog.bench.core import measure_generation
 from agentlog.bench.runner import (
-    Comparison,
     Context,
     Figure,
     Stat,
     Suite,
     Target,
     current_rss,
-    format_value,
     peak_rss,
     run_child,
 )
@@ -43,6 +41,7 @@ from agentlog.bench.store_floor import (
     measure_floor,
     plain_content,
 )
+from agentlog.bench.store_table import READ_TAIL, side_by_side
 from agentlog.bench.workload import record_workload
 from agentlog.events import TURN_END, Event
 from agentlog.header import SessionHeader
@@ -64,8 +63,6 @@ __all__ = [
 
 SESSION_ID: Final = "bench-workload"
 CWD: Final = "/bench/workload"
-READ_TAIL: Final = 50
-"""``read_from`` reads this many events at the end of the session."""
 READ_CALLS: Final = 25
 """Measured ``read_from`` calls per figure (at least; more when ``--runs`` asks for more)."""
 
@@ -91,24 +88,6 @@ BACKENDS: Final[dict[str, Backend]] = {
 }
 """Every backend, in report order; ``--backends`` picks some, the default is those that can run."""
 
-SIDE_BY_SIDE: Final = (
-    ("persist.events_per_s", "record + persist, durable per turn (net)"),
-    ("persist.fsync_share", "share of persist time in fsync"),
-    ("load.s", "cold load + derive_messages(), fresh process (JSONL: from its checkpoint)"),
-    ("load.full_s", "the same, checkpoint ignored (full read and validation)"),
-    ("load.peak_rss_mb", "peak RSS of the cold load"),
-    ("read_from.warm_ms", f"read_from(last {READ_TAIL}), warm store"),
-    ("read_from.ms", f"read_from(last {READ_TAIL}), new store object"),
-    ("fork.warm_ms", "fork at turn T/2, warm store"),
-    ("fork.ms", "fork at turn T/2, new store object"),
-    ("fork.bytes", "fork: bytes written"),
-    ("size.packed_bytes", "bytes on disk"),
-    ("size.unpacked_bytes", "bytes on disk, one chunk per line"),
-)
-"""Rows of the "backends side by side" table: figure key and row label."""
-NOT_APPLICABLE: Final = {"persist.fsync_share": "n/a (the database syncs)",
-                         "size.unpacked_bytes": "n/a (always packed)", "load.full_s": "n/a (no checkpoint)"}
-"""What a database column shows for the figures only the file stores have."""
 
 
 @dataclass(slots=True)
@@ -167,7 +146,7 @@ def run(ctx: Context) -> None:
             ctx.attempt(f"{backend.name} cleanup", backend.close)
     _notes(ctx)
     if backends:
-        ctx.compare(_side_by_side(ctx, [backend.name for backend in backends]))
+        ctx.compare(side_by_side(ctx, [backend for backend in backends]))
 
 
 def _refuse(problem: str) -> None:
@@ -574,28 +553,6 @@ def _full_copy_bytes(ctx: Context, backend: Backend, place: str, child_id: str) 
                    "bytes", Stat.of([copy]), group=backend.name, is_baseline=True,
                    note=f"took {elapsed * 1e3:,.0f} ms"))
     return copy
-
-
-# -- the side-by-side table --------------------------------------------------------------------
-
-
-def _cell(figure: Figure | None, key: str, backend: Backend) -> str:
-    if figure is None:
-        return NOT_APPLICABLE.get(key, "—") if backend.database else "—"
-    text = f"{format_value(figure.stat.median, figure.unit)} {figure.unit}"
-    return text + {None: "", True: " ✓", False: " ✗"}[figure.passed]
-
-
-def _side_by_side(ctx: Context, names: Sequence[str]) -> Comparison:
-    """One row per figure, one column per backend that ran (medians; ✓/✗ against its target)."""
-    found = {(figure.group, figure.key): figure for figure in ctx.result.figures}
-    rows = []
-    for key, label in SIDE_BY_SIDE:
-        cells = tuple(_cell(found.get((name, key)), key, BACKENDS[name]) for name in names)
-        if any(cell != "—" for cell in cells):
-            rows.append((label, cells))
-    return Comparison("backends side by side", f"T = {ctx.options.turns}, medians; ✓/✗ = target met/missed",
-                      tuple(names), tuple(rows))
 
 
 SUITE: Final = Suite("store", "record + persist, cold load, read_from, fork and bytes on disk per backend",
