@@ -22,6 +22,7 @@ import pytest
 
 from agentlog import (
     Event,
+    InvalidHeaderError,
     PersistenceIOError,
     SessionCorruptionError,
     SessionExistsError,
@@ -1045,3 +1046,24 @@ def test_a_symlink_planted_as_a_session_directory_is_refused_and_never_followed(
         assert str(planted) in str(info.value)
     assert sorted(path.name for path in target.rglob("*")) == outside
     assert wire(list(elsewhere.load("s2").events)) == make_log(1).events
+
+
+@pytest.mark.parametrize(("fits", "too_long"), [("x" * 244, "x" * 245), ("x" + "€" * 48, "€" * 49)])
+def test_an_id_too_long_for_a_file_name_is_refused_at_start_and_nothing_is_written(
+        tmp_path: Path, fits: str, too_long: str) -> None:
+    """The encoded id names the session's directory and files (``<id>.lock``, DSH's flat
+    ``<id>.jsonl.zstd``), which a file system takes up to 255 bytes: a longer one is refused at
+    ``start``/``create`` with the reason, not as an I/O error on the first write, and the store
+    is left as it was."""
+    store = JsonlStore(tmp_path / "store")
+    with pytest.raises(InvalidHeaderError, match="too long") as refused:
+        store.start(SessionHeader(id=too_long, cwd="/p"))
+    assert refused.value.session_id == too_long
+    with pytest.raises(InvalidHeaderError, match="too long"):
+        store.create(SessionHeader(id=too_long, cwd="/p"))
+    assert store.list() == [] and not any(path.is_file() for path in (tmp_path / "store").rglob("*"))
+    with store.start(SessionHeader(id=fits, cwd="/p")) as live:
+        live.session.append("turn/start", {"turn": 1})
+        live.session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    events = JsonlStore(tmp_path / "store").load(fits).events
+    assert [event.type for event in events] == ["turn/start", "turn/end"]

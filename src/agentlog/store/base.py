@@ -57,6 +57,7 @@ class Store(StoreHooks):
         """Record a new session; nothing is written until its first append (lazy)."""
         self._check_open()
         sid = header.id
+        self._check_new_id(sid)
         with self._serialized(sid):
             if sid in self._states or sid in self._live:
                 raise SessionExistsError("session already exists in this store", session_id=sid)

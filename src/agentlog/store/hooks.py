@@ -83,6 +83,9 @@ class StoreHooks(ABC):
             stored.events = stored.events[from_seq:]
         return stored
 
+    def _check_new_id(self, session_id: str) -> None:  # noqa: B027 - a hook most backends leave as is
+        """Refuse an id this backend cannot store (by default every id goes)."""
+
     @abstractmethod
     def _stored_exists(self, session_id: str) -> bool:
         """True when any stored artifact holds this id."""

@@ -58,7 +58,7 @@ from agentlog.store.jsonl_format import (
     scan_suffix,
     scan_zstd_frames,
 )
-from agentlog.store.jsonl_paths import is_dir_entry, listed_id
+from agentlog.store.jsonl_paths import check_id_length, is_dir_entry, listed_id
 from agentlog.store.jsonl_seek import SeekIndex, identity_of, read_indexed, revision_of
 from agentlog.store.records import Listing, RawArtifact, Snapshot, StoredLog, Unreadable, WriterLock
 
@@ -320,6 +320,9 @@ class JsonlStore(JsonlCheckpoints):
 
     def _saw_end(self, session_id: str, next_seq: int, size: int | None, *, read: bool = False) -> None:
         self._ends.saw(session_id, next_seq, size, read=read)
+
+    def _check_new_id(self, session_id: str) -> None:
+        check_id_length(session_id)
 
     def _stored_exists(self, session_id: str) -> bool:
         return self._find(session_id) is not None

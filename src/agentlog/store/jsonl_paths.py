@@ -16,10 +16,12 @@ from typing import Final
 from agentlog.errors import InvalidHeaderError
 
 __all__ = [
+    "ID_SEGMENT_LIMIT",
     "NO_CWD_PROJECT",
     "TRANSCRIPT_RAW",
     "TRANSCRIPT_ZSTD",
     "decode_session_id",
+    "check_id_length",
     "encode_session_id",
     "is_dir_entry",
     "listed_id",
@@ -37,6 +39,10 @@ NO_CWD_PROJECT: Final = "_no-cwd"
 
 _PROJECT_KEY_LIMIT: Final = 251
 """Slug characters kept, so that ``--<slug>--`` fits a 255-byte path component."""
+
+ID_SEGMENT_LIMIT: Final = 244
+"""Longest encoded session id: DSH's flat layout looks for ``<segment>.jsonl.zstd``, and a file
+name is 255 bytes at most."""
 
 _SAFE: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 _SEPARATORS: Final = frozenset(b"/\\:")
@@ -70,6 +76,16 @@ def encode_session_id(session_id: str) -> str:
     if session_id.isascii():
         return "".join(ch if ord(ch) in _SAFE else _escape(ord(ch)) for ch in session_id)
     return "".join(chr(unit) if unit in _SAFE else _escape(unit) for unit in _code_units(session_id))
+
+
+def check_id_length(session_id: str) -> None:
+    """Refuse an id whose path segment no file system takes (before anything is written)."""
+    length = len(encode_session_id(session_id))
+    if length > ID_SEGMENT_LIMIT:
+        raise InvalidHeaderError(
+            f"session id too long for the JSONL store: its file name is {length} bytes, at most "
+            f"{ID_SEGMENT_LIMIT} ([A-Za-z0-9._-] take one byte each, any other character five); use a "
+            "shorter id, or the SQLite or PostgreSQL store", session_id=session_id)
 
 
 def decode_session_id(segment: str) -> str:
