@@ -148,7 +148,7 @@ class PostgresStore(PostgresReads):
         changes nothing. A new session's first batch creates its row in the same transaction.
         """
         self._ready()
-        sid, first, end = header.id, events[0].seq, events[-1].seq + 1
+        sid, end = header.id, events[-1].seq + 1
         incarnation = uuid.uuid4() if materialize else self._incarnations.get(sid)
         params = self._append_params(sid, events, incarnation)
         with translate(sid, self.where), self._pool.connection() as conn:
@@ -159,12 +159,12 @@ class PostgresStore(PostgresReads):
                                      (*_header_values(header), None, 0, end, incarnation, 1))
                         conn.execute(self._sql.insert_rows, params)
                         conn.execute(_NOTIFY, (self.channel(sid), str(end)))
-                elif conn.execute(self._sql.append, params).fetchone() is None:
+                elif not self._send_appends(conn, [params])[0]:
                     raise _Mismatch()
             except (_Mismatch, psycopg.errors.UniqueViolation) as exc:
                 if isinstance(exc, psycopg.errors.UniqueViolation) and materialize:
                     raise
-                raise self._mismatch(conn, sid, first, incarnation) from None
+                raise self._mismatch(conn, sid, events[0].seq, incarnation) from None
         if incarnation is not None:
             self._incarnations[sid] = incarnation
 
@@ -195,10 +195,9 @@ class PostgresStore(PostgresReads):
         try:
             with translate(None, self.where), self._pool.connection() as conn:
                 try:
-                    with conn.pipeline(), conn.transaction():
-                        cursors = [conn.execute(self._sql.append, params) for _item, params in ready]
-                    refused = [(item, params) for (item, params), cursor in zip(ready, cursors, strict=True)
-                               if cursor.fetchone() is None]
+                    applied = self._send_appends(conn, [params for _item, params in ready])
+                    refused = [(item, params) for (item, params), done in zip(ready, applied, strict=True)
+                               if not done]
                 except psycopg.DatabaseError as exc:
                     if isinstance(exc, psycopg.OperationalError) or conn.broken:
                         raise
@@ -219,6 +218,15 @@ class PostgresStore(PostgresReads):
                                                     params["incarnation"])
             except Exception as exc:
                 item.error = exc
+
+    def _send_appends(self, conn: psycopg.Connection[Any], batches: Sequence[dict[str, Any]]) -> list[bool]:
+        """Run the one-statement appends (one alone, several in one pipelined transaction) and
+        commit; for each batch, whether its expected seq matched and its rows went in."""
+        if len(batches) == 1:
+            return [conn.execute(self._sql.append, batches[0]).fetchone() is not None]
+        with conn.pipeline(), conn.transaction():
+            cursors = [conn.execute(self._sql.append, params) for params in batches]
+        return [cursor.fetchone() is not None for cursor in cursors]
 
     def _mismatch(self, conn: psycopg.Connection[Any], sid: str, first: int,
                   incarnation: uuid.UUID | None) -> AgentlogError:
