@@ -67,7 +67,7 @@ from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_follow import afollow, follow
 from agentlog.store.postgres_locks import AdvisoryLocks, application_name
 from agentlog.store.postgres_reads import PostgresReads, session_info
-from agentlog.store.postgres_rows import encode_columns
+from agentlog.store.postgres_rows import encode_columns, same_rows
 from agentlog.store.postgres_schema import SESSION_COLUMNS, Statements
 from agentlog.store.postgres_search import SearchStatements, search_columns
 from agentlog.store.records import StoredLog, WriterLock
@@ -164,7 +164,9 @@ class PostgresStore(PostgresReads):
             except (_Mismatch, psycopg.errors.UniqueViolation) as exc:
                 if isinstance(exc, psycopg.errors.UniqueViolation) and materialize:
                     raise
-                raise self._mismatch(conn, sid, events[0].seq, incarnation) from None
+                refusal = self._refusal(conn, sid, events, incarnation)
+                if refusal is not None:
+                    raise refusal from None
         if incarnation is not None:
             self._incarnations[sid] = incarnation
 
@@ -214,8 +216,7 @@ class PostgresStore(PostgresReads):
                     self._append_batch(item.header, item.events, materialize=False)
                 else:
                     with translate(item.header.id, self.where), self._pool.connection() as conn:
-                        item.error = self._mismatch(conn, item.header.id, params["first"],
-                                                    params["incarnation"])
+                        item.error = self._refusal(conn, item.header.id, item.events, params["incarnation"])
             except Exception as exc:
                 item.error = exc
 
@@ -228,12 +229,25 @@ class PostgresStore(PostgresReads):
             cursors = [conn.execute(self._sql.append, params) for params in batches]
         return [cursor.fetchone() is not None for cursor in cursors]
 
-    def _mismatch(self, conn: psycopg.Connection[Any], sid: str, first: int,
-                  incarnation: uuid.UUID | None) -> AgentlogError:
-        """The error for a lost append race, after forgetting this process's stale cursor."""
+    def _refusal(self, conn: psycopg.Connection[Any], sid: str, events: Sequence[Event],
+                 incarnation: uuid.UUID | None) -> AgentlogError | None:
+        """The error for a refused append, or None when the batch is provably already stored.
+
+        A retry after a commit whose outcome was unknown (the connection died with the reply in
+        flight) finds its own batch committed: that is success only when the session is the same
+        incarnation, ends exactly at the batch's end, and holds exactly the rows this batch
+        encodes to (the writer lock may have died with its connection, so another writer could
+        have stored these seqs). The session row is locked while reading, so no append moves it
+        between the two reads. Otherwise this process's stale cursor is forgotten.
+        """
+        first, end = events[0].seq, events[-1].seq + 1
+        with conn.transaction():
+            row = conn.execute(self._sql.lock_session, (sid,)).fetchone()
+            if (row is not None and incarnation is not None and (row[0], row[2]) == (end, incarnation)
+                    and same_rows(conn.execute(self._sql.rows, (sid, first, end)).fetchall(), events)):
+                return None
         if sid not in self._live:
             self._states.pop(sid, None)
-        row = conn.execute(self._sql.cursor, (sid,)).fetchone()
         if row is None:
             return SessionNotFoundError("session was deleted by another writer", session_id=sid, seq=first)
         if row[2] != incarnation:

@@ -30,6 +30,7 @@ __all__ = [
     "decode_physical_row",
     "encode_columns",
     "encode_rows",
+    "same_rows",
     "scan_rows",
     "scan_suffix",
 ]
@@ -92,6 +93,12 @@ def encode_columns(events: Sequence[Event]) -> dict[str, list[Any]]:
     columns["seqs"] = [None if seqs is None else "{" + ",".join(map(str, seqs)) + "}"
                        for seqs in columns["seqs"]]
     return columns
+
+
+def same_rows(stored: Sequence[Sequence[Any]], events: Sequence[Event]) -> bool:
+    """Whether rows read back (``ROW_COLUMNS``, in seq order) are exactly the rows ``events``
+    encode to, value for value: text, zstd bytes, provenance and markers alike."""
+    return [tuple(row) for row in stored] == encode_rows(events)
 
 
 _PARAMS: Final = ("seq", "type", "time", "data", "data_zstd", "seqs", "surface_op", "op_first", "ignorable")
