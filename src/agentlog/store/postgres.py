@@ -148,17 +148,13 @@ class PostgresStore(PostgresReads):
         changes nothing. A new session's first batch creates its row in the same transaction.
         """
         self._ready()
-        sid, end = header.id, events[-1].seq + 1
+        sid = header.id
         incarnation = uuid.uuid4() if materialize else self._incarnations.get(sid)
         params = self._append_params(sid, events, incarnation)
         with translate(sid, self.where), self._pool.connection() as conn:
             try:
                 if materialize:
-                    with conn.pipeline(), conn.transaction():
-                        conn.execute(self._sql.insert_session,
-                                     (*_header_values(header), None, 0, end, incarnation, 1))
-                        conn.execute(self._sql.insert_rows, params)
-                        conn.execute(_NOTIFY, (self.channel(sid), str(end)))
+                    self._send_create(conn, header, params)
                 elif not self._send_appends(conn, [params])[0]:
                     raise _Mismatch()
             except (_Mismatch, psycopg.errors.UniqueViolation) as exc:
@@ -219,6 +215,15 @@ class PostgresStore(PostgresReads):
                         item.error = self._refusal(conn, item.header.id, item.events, params["incarnation"])
             except Exception as exc:
                 item.error = exc
+
+    def _send_create(self, conn: psycopg.Connection[Any], header: SessionHeader,
+                     params: dict[str, Any]) -> None:
+        """Create the session's row with its first batch and notify, in one pipelined transaction."""
+        with conn.pipeline(), conn.transaction():
+            conn.execute(self._sql.insert_session,
+                         (*_header_values(header), None, 0, params["end"], params["incarnation"], 1))
+            conn.execute(self._sql.insert_rows, params)
+            conn.execute(_NOTIFY, (params["channel"], str(params["end"])))
 
     def _send_appends(self, conn: psycopg.Connection[Any], batches: Sequence[dict[str, Any]]) -> list[bool]:
         """Run the one-statement appends (one alone, several in one pipelined transaction) and
