@@ -9,14 +9,14 @@ statement runs (and commits) or is never sent, then the writer's backend is term
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import psycopg
 import pytest
 
 from agentlog import Event, SessionHeader
-from agentlog.errors import ConcurrentWriterError, PersistenceIOError
+from agentlog.errors import ConcurrentWriterError, PersistenceIOError, SessionExistsError
 from agentlog.store.postgres import PostgresStore
 from agentlog.store.postgres_locks import application_name
 from agentlog.store.postgres_rows import ROW_COLUMNS, same_rows
@@ -24,6 +24,8 @@ from agentlog.store.writer import LiveSession
 from tests.contract.logs import LogBuilder, wire
 from tests.store.pg_worker import Schema
 from tests.store.test_group_commit import flush_as_one_group
+
+T = TypeVar("T")
 
 BIG = "a long and repetitive title " * 200
 """A title over the compression threshold: its row is stored as zstd bytes."""
@@ -38,24 +40,31 @@ def terminate(dsn: str, where: str) -> None:
 
 
 class LosesReplies(PostgresStore):
-    """The next ``lose`` appends die with their connection: after committing, or (``before``)
-    before the statement reaches the server."""
+    """The next ``lose`` appends (or first batches) die with their connection: after committing,
+    or (``before``) before the statement reaches the server."""
 
     lose = 0
     before = False
 
-    def _send_appends(self, conn: psycopg.Connection[Any], batches: Sequence[dict[str, Any]]) -> list[bool]:
+    def _lost(self, conn: psycopg.Connection[Any], send: Callable[[], T]) -> T:
         if not self.lose:
-            return super()._send_appends(conn, batches)
+            return send()
         self.lose -= 1
         pid = conn.info.backend_pid
         if self.before:
             terminate(self.dsn, f"pid = {pid}")
-            return super()._send_appends(conn, batches)
-        super()._send_appends(conn, batches)  # committed
+            return send()
+        send()  # committed
         terminate(self.dsn, f"pid = {pid}")
         conn.execute("SELECT 1")  # the reply that never came: the connection is gone
         raise AssertionError("the terminated connection answered")
+
+    def _send_appends(self, conn: psycopg.Connection[Any], batches: Sequence[dict[str, Any]]) -> list[bool]:
+        return self._lost(conn, lambda: super(LosesReplies, self)._send_appends(conn, batches))
+
+    def _send_create(self, conn: psycopg.Connection[Any], header: SessionHeader,
+                     params: dict[str, Any]) -> None:
+        self._lost(conn, lambda: super(LosesReplies, self)._send_create(conn, header, params))
 
 
 @pytest.fixture
@@ -120,6 +129,43 @@ def test_a_lone_flush_retried_after_its_commit_reply_was_lost_succeeds_and_store
     live.close()
     assert stored(schema, "s1") == (32, 32, 32)
     assert wire(list(losing.load("s1").events)) == wire(list(live.session.events))
+
+
+def test_a_first_batch_retried_after_its_commit_reply_was_lost_succeeds_and_stores_it_once(
+    losing: LosesReplies, schema: Schema
+) -> None:
+    """The first batch creates the session's row: its retry finds that row (not a SessionExistsError)."""
+    live = losing.start("s1")
+    add_titles(live, 4)
+    losing.lose = 1
+    with pytest.raises(PersistenceIOError, match="connection"):
+        live.flush()
+    assert stored(schema, "s1") == (4, 4, 4)
+    live.flush()
+    live.session.append("session/title", {"title": "after"})
+    live.close()
+    assert stored(schema, "s1") == (5, 5, 5)
+    assert wire(list(losing.load("s1").events)) == wire(list(live.session.events))
+
+
+def test_a_first_batch_retry_finding_another_writers_session_is_still_refused(
+    losing: LosesReplies, schema: Schema
+) -> None:
+    """The first batch never committed and another writer created the session meanwhile."""
+    live = losing.start("s1")
+    add_titles(live, 2)
+    losing.before = True
+    losing.lose = 1
+    with pytest.raises(PersistenceIOError, match="connection"):
+        live.flush()
+    terminate(schema.dsn, f"application_name = '{application_name()}'")  # the lock connection
+    with schema.store() as other:
+        other.create(SessionHeader(id="s1", created_at=1000))
+        other.append("s1", [{"type": "session/title", "seq": 0, "time": 5000, "data": {"title": "other"}}])
+        with pytest.raises(SessionExistsError):
+            live.flush()
+        assert stored(schema, "s1") == (1, 1, 1)
+    live.abandon()
 
 
 def test_a_group_retried_after_its_commit_reply_was_lost_succeeds_and_stores_each_batch_once(

@@ -130,6 +130,8 @@ class PostgresStore(PostgresReads):
         self._aux = threading.Lock()
         self._locks = AdvisoryLocks(self._connect, schema, self.where)
         self._incarnations: dict[str, uuid.UUID] = {}
+        self._creating: dict[str, uuid.UUID] = {}
+        """The incarnation of a session's first batch until it is known committed (a retry reuses it)."""
         self._cache: OrderedDict[str, tuple[tuple[uuid.UUID, int], StoredLog]] = OrderedDict()
         self._snapshot: ContextVar[psycopg.Connection[Any] | None] = ContextVar(
             f"agentlog-snapshot-{id(self)}", default=None)
@@ -146,10 +148,12 @@ class PostgresStore(PostgresReads):
 
         The insert runs only when the expected-seq check matched, so a refused or failed batch
         changes nothing. A new session's first batch creates its row in the same transaction.
+        A batch refused because its own earlier attempt committed unseen counts as written (``_holds``).
         """
         self._ready()
         sid = header.id
-        incarnation = uuid.uuid4() if materialize else self._incarnations.get(sid)
+        incarnation = (self._creating.setdefault(sid, uuid.uuid4()) if materialize
+                       else self._incarnations.get(sid))
         params = self._append_params(sid, events, incarnation)
         with translate(sid, self.where), self._pool.connection() as conn:
             try:
@@ -157,14 +161,17 @@ class PostgresStore(PostgresReads):
                     self._send_create(conn, header, params)
                 elif not self._send_appends(conn, [params])[0]:
                     raise _Mismatch()
-            except (_Mismatch, psycopg.errors.UniqueViolation) as exc:
-                if isinstance(exc, psycopg.errors.UniqueViolation) and materialize:
-                    raise
-                refusal = self._refusal(conn, sid, events, incarnation)
-                if refusal is not None:
-                    raise refusal from None
+            except (_Mismatch, psycopg.errors.UniqueViolation):
+                if materialize:  # the row exists: this batch's own unseen commit, or another's
+                    if not self._holds(conn, sid, events, incarnation)[1]:
+                        raise
+                else:
+                    refusal = self._refusal(conn, sid, events, incarnation)
+                    if refusal is not None:
+                        raise refusal from None
         if incarnation is not None:
             self._incarnations[sid] = incarnation
+            self._creating.pop(sid, None)
 
     def _append_params(self, sid: str, events: Sequence[Event],
                        incarnation: uuid.UUID | None) -> dict[str, Any]:
@@ -234,23 +241,33 @@ class PostgresStore(PostgresReads):
             cursors = [conn.execute(self._sql.append, params) for params in batches]
         return [cursor.fetchone() is not None for cursor in cursors]
 
-    def _refusal(self, conn: psycopg.Connection[Any], sid: str, events: Sequence[Event],
-                 incarnation: uuid.UUID | None) -> AgentlogError | None:
-        """The error for a refused append, or None when the batch is provably already stored.
+    def _holds(self, conn: psycopg.Connection[Any], sid: str, events: Sequence[Event],
+               incarnation: uuid.UUID | None) -> tuple[tuple[Any, ...] | None, bool]:
+        """The session's (next seq, revision, incarnation) row, and whether the session provably
+        holds ``events`` as its last batch, written by this writer.
 
         A retry after a commit whose outcome was unknown (the connection died with the reply in
         flight) finds its own batch committed: that is success only when the session is the same
         incarnation, ends exactly at the batch's end, and holds exactly the rows this batch
         encodes to (the writer lock may have died with its connection, so another writer could
         have stored these seqs). The session row is locked while reading, so no append moves it
-        between the two reads. Otherwise this process's stale cursor is forgotten.
+        between the two reads.
         """
         first, end = events[0].seq, events[-1].seq + 1
         with conn.transaction():
             row = conn.execute(self._sql.lock_session, (sid,)).fetchone()
-            if (row is not None and incarnation is not None and (row[0], row[2]) == (end, incarnation)
-                    and same_rows(conn.execute(self._sql.rows, (sid, first, end)).fetchall(), events)):
-                return None
+            held = (row is not None and incarnation is not None and (row[0], row[2]) == (end, incarnation)
+                    and same_rows(conn.execute(self._sql.rows, (sid, first, end)).fetchall(), events))
+        return row, held
+
+    def _refusal(self, conn: psycopg.Connection[Any], sid: str, events: Sequence[Event],
+                 incarnation: uuid.UUID | None) -> AgentlogError | None:
+        """The error for a refused append, or None when the batch is its own unseen commit
+        (``_holds``); an error forgets this process's stale cursor."""
+        first = events[0].seq
+        row, held = self._holds(conn, sid, events, incarnation)
+        if held:
+            return None
         if sid not in self._live:
             self._states.pop(sid, None)
         if row is None:
@@ -345,6 +362,7 @@ class PostgresStore(PostgresReads):
             conn.execute(self._sql.delete, (session_id,))
             conn.execute(_NOTIFY, (self.channel(session_id), "deleted"))
         self._incarnations.pop(session_id, None)
+        self._creating.pop(session_id, None)
 
     def _close_backend(self) -> None:
         self._locks.close()
