@@ -87,6 +87,14 @@ def add_titles(live: LiveSession, count: int) -> None:
         live.session.append("session/title", {"title": f"{live.id} t{index}"})
 
 
+def lose_the_reply(store: LosesReplies, live: LiveSession, *, before: bool = False) -> None:
+    """Flush ``live`` with its connection dying after the commit (or before the send): it fails."""
+    store.before = before
+    store.lose = 1
+    with pytest.raises(PersistenceIOError, match="connection"):
+        live.flush()
+
+
 def stored(schema: Schema, session_id: str) -> tuple[int, int, int]:
     """(next seq, rows, distinct seqs) of one session."""
     (cursor,), = schema.sql("SELECT next_seq FROM {s}.sessions WHERE id = %s", (session_id,))
@@ -119,9 +127,7 @@ def test_a_lone_flush_retried_after_its_commit_reply_was_lost_succeeds_and_store
 ) -> None:
     live = titled(losing, "s1")
     add_titles(live, 30)
-    losing.lose = 1
-    with pytest.raises(PersistenceIOError, match="connection"):
-        live.flush()
+    lose_the_reply(losing, live)
     assert stored(schema, "s1") == (31, 31, 31)  # the first attempt did commit
     live.flush()  # the retry recognises its own batch
     live.session.append("session/title", {"title": "after"})
@@ -137,9 +143,7 @@ def test_a_first_batch_retried_after_its_commit_reply_was_lost_succeeds_and_stor
     """The first batch creates the session's row: its retry finds that row (not a SessionExistsError)."""
     live = losing.start("s1")
     add_titles(live, 4)
-    losing.lose = 1
-    with pytest.raises(PersistenceIOError, match="connection"):
-        live.flush()
+    lose_the_reply(losing, live)
     assert stored(schema, "s1") == (4, 4, 4)
     live.flush()
     live.session.append("session/title", {"title": "after"})
@@ -154,10 +158,7 @@ def test_a_first_batch_retry_finding_another_writers_session_is_still_refused(
     """The first batch never committed and another writer created the session meanwhile."""
     live = losing.start("s1")
     add_titles(live, 2)
-    losing.before = True
-    losing.lose = 1
-    with pytest.raises(PersistenceIOError, match="connection"):
-        live.flush()
+    lose_the_reply(losing, live, before=True)
     terminate(schema.dsn, f"application_name = '{application_name()}'")  # the lock connection
     with schema.store() as other:
         other.create(SessionHeader(id="s1", created_at=1000))
@@ -194,10 +195,7 @@ def test_a_retry_finding_another_writers_rows_at_its_seqs_is_still_refused(
     tell them apart."""
     live = titled(losing, "s1")
     add_titles(live, 3)
-    losing.before = True
-    losing.lose = 1
-    with pytest.raises(PersistenceIOError, match="connection"):
-        live.flush()
+    lose_the_reply(losing, live, before=True)
     assert stored(schema, "s1") == (1, 1, 1)  # nothing of the batch committed
     terminate(schema.dsn, f"application_name = '{application_name()}'")  # the lock connection
     theirs = [{"type": "session/title", "seq": seq, "time": 5000, "data": {"title": f"other {seq}"}}
@@ -217,9 +215,7 @@ def test_a_retry_finding_its_batch_followed_by_another_writers_events_is_still_r
     appended after it: the session no longer ends where this writer left it, so it is refused."""
     live = titled(losing, "s1")
     add_titles(live, 3)
-    losing.lose = 1
-    with pytest.raises(PersistenceIOError, match="connection"):
-        live.flush()
+    lose_the_reply(losing, live)
     terminate(schema.dsn, f"application_name = '{application_name()}'")  # the lock connection
     with schema.store() as other:
         other.append("s1", [{"type": "session/title", "seq": 4, "time": 5000, "data": {"title": "other"}}])
