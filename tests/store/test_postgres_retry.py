@@ -2,9 +2,10 @@
 flight, the writer keeps the batch, and its retry must recognise the batch it already committed
 (success, stored once), but never take another writer's rows at those seqs for its own.
 
-Real server; the injection point is the store's own ``_send_appends`` in a subclass: the
-statement runs (and commits) or is never sent, then the writer's backend is terminated with
-``pg_terminate_backend`` from another connection, so the client sees its connection die.
+Real server; the injection points are the store's own ``_send_appends``/``_send_create`` in a
+subclass: the statement runs (and commits) or is never sent, then the writer's backend is
+terminated with ``pg_terminate_backend`` from another connection, so the client sees its
+connection die.
 """
 
 from __future__ import annotations
