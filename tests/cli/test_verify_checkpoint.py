@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import zstandard
 from click.testing import CliRunner
 
 from agentlog import MemoryStore, SessionHeader, SqliteStore
@@ -17,6 +18,8 @@ from agentlog.errors import SessionCorruptionError
 from agentlog.packed import LazySpan
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.jsonl_checkpoint import _read_core, _read_messages, checkpoint_path, encode_checkpoint
+from agentlog.store.jsonl_format import compress_frame
+from agentlog.store.zstd_frames import scan_zstd_frames
 from agentlog.upgrade import check_upgrade
 from tests.store.test_jsonl_checkpoint import SID, Compression, record, transcript
 
@@ -39,22 +42,36 @@ def checkpointed(root: Path, compression: Compression = "none") -> Path:
     return path
 
 
-def vouch_for_bad_bytes(root: Path) -> None:
-    """Rewrite a prefix event to one a full validation refuses, and re-seal the checkpoint over
-    the new bytes with the module's own encoder, so its hash check passes."""
-    path = checkpointed(root)
+def vouch_for_bad_bytes(root: Path, compression: Compression = "none") -> None:
+    """Rewrite a prefix event to one a full validation refuses (in zstd: re-compress its frame
+    and move the spans after it), and re-seal the checkpoint over the new bytes with the module's
+    own encoder, so its hash and span checks pass."""
+    path = checkpointed(root, compression)
     sidecar = checkpoint_path(path)
     core = _read_core(sidecar, SID)
     assert core is not None
     messages = _read_messages(sidecar, core)
     assert messages is not None
     data = path.read_bytes()
-    at = data.index(BAD_FROM)
-    assert at < core.offset
-    data = data[:at] + BAD_TO + data[at + len(BAD_FROM):]
+    if compression == "none":
+        start = data.index(BAD_FROM)
+        end, plain = start + len(BAD_FROM), BAD_TO
+    else:
+        start, end = next((start, end) for start, end in scan_zstd_frames(data).frames
+                          if BAD_FROM in unzip(data[start:end]))
+        plain = compress_frame(unzip(data[start:end]).replace(BAD_FROM, BAD_TO, 1))
+    assert end <= core.offset
+    data = data[:start] + plain + data[end:]
+    shift = len(plain) - (end - start)
+    spans = [(seq, at + shift if at > start else at) for seq, at in core.spans]
+    offset = core.offset + shift
     path.write_bytes(data)
-    sidecar.write_bytes(encode_checkpoint(SID, core.offset, hashlib.sha256(data[:core.offset]).digest(),
-                                          core.spans, core.state, messages))
+    sidecar.write_bytes(encode_checkpoint(SID, offset, hashlib.sha256(data[:offset]).digest(), spans,
+                                          core.state, messages))
+
+
+def unzip(frame: bytes) -> bytes:
+    return zstandard.ZstdDecompressor().decompressobj().decompress(frame)
 
 
 def verify(root: Path, *args: str, compression: Compression = "none") -> tuple[int, str]:
@@ -63,14 +80,15 @@ def verify(root: Path, *args: str, compression: Compression = "none") -> tuple[i
     return result.exit_code, result.output
 
 
-def test_verify_refuses_a_prefix_a_checkpoint_vouches_for(tmp_path: Path) -> None:
-    vouch_for_bad_bytes(tmp_path)
-    resumed = JsonlStore(tmp_path, compression="none").load(SID)  # a normal load trusts the checkpoint
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+def test_verify_refuses_a_prefix_a_checkpoint_vouches_for(tmp_path: Path, compression: Compression) -> None:
+    vouch_for_bad_bytes(tmp_path, compression)
+    resumed = JsonlStore(tmp_path, compression=compression).load(SID)  # a load trusts the checkpoint
     assert isinstance(resumed.events._log[0], LazySpan)  # type: ignore[attr-defined]
-    code, output = verify(tmp_path)
+    code, output = verify(tmp_path, compression=compression)
     assert code == 1, output
     assert "turn/end" in output and "malformed" in output and "data must be exactly {turn, reason}" in output
-    code, output = verify(tmp_path, "--json")
+    code, output = verify(tmp_path, "--json", compression=compression)
     report = json.loads(output)
     assert code == 1 and report["status"] == "invalid" and "malformed" in report["error"]
 
