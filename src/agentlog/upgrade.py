@@ -2,7 +2,8 @@
 
 "Verify on a copy that old sessions can be listed, read and restored" (seed 003): the store is
 copied to a private temporary directory (a JSONL root, or a SQLite database through SQLite's
-online backup), the copy is opened as a writer would open it, and every session is loaded,
+online backup), the copy is opened as a writer would open it, and every session is validated in
+full (``inspect(trust_checkpoint=False)``: a JSONL checkpoint vouches for nothing) and loaded,
 crash repairs committed — to the copy only. A PostgreSQL store is not copied: its PostgreSQL
 form of "a copy" is one REPEATABLE READ, READ ONLY transaction (``PostgresStore.read_snapshot``),
 a consistent view that cannot write and blocks no writer, in which every session is listed and
@@ -113,7 +114,7 @@ def _check(store: Store, report: UpgradeCheck, progress: Callable[[int, int], No
 
 def _check_one(store: Store, sid: str, *, write: bool) -> SessionCheck:
     try:
-        recovery = store.inspect(sid).recovery
+        recovery = store.inspect(sid, trust_checkpoint=False).recovery  # as a first read would
         if write:
             store.load(sid)  # the copy takes the repair a real load would commit
     except AgentlogError as exc:

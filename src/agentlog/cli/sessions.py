@@ -103,6 +103,8 @@ class _VerifyCommand(click.Command):
 def verify(state: State, session_id: str, as_json: bool) -> None:
     """Validate a session fully (restore rules + turn/step/tool invariants) without writing.
 
+    Every stored event is validated: a JSONL validated-state checkpoint vouches for nothing here.
+
     Reports a torn tail it ignored (bytes and offset in a file) and the interrupted turn that
     loading would close, with its synthetic events.
 
@@ -153,14 +155,15 @@ def verify(state: State, session_id: str, as_json: bool) -> None:
 
 def _verified(state: State, session_id: str
               ) -> tuple[dict[str, int], Recovery | None, str | None, int | None]:
-    """Full validation of a stored session: its counts, what a load would repair, its file and
-    the pid of a live process writing it (None when none is, or that cannot be told)."""
+    """Full validation of a stored session (a checkpoint vouches for nothing here): its counts,
+    what a load would repair, its file and the pid of a live process writing it (None when none
+    is, or that cannot be told)."""
     from agentlog.invariants import check_invariants
     from agentlog.session import Session
     from agentlog.store.writer_probe import writer_pid
 
     with state.store(create=False) as store:
-        inspection = store.inspect(session_id)
+        inspection = store.inspect(session_id, trust_checkpoint=False)  # every event, not a resume
         where = store.locate(inspection.header)
         try:
             writer = None if inspection.recovery is None else writer_pid(store, session_id)

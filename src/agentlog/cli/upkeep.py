@@ -150,8 +150,8 @@ def check_upgrade(state: State, as_json: bool) -> None:
 
     JSONL and SQLite stores are copied to a private temporary directory first (any crash repair
     is committed to the copy only); PostgreSQL is read in one read-only, repeatable-read
-    transaction (a consistent snapshot that cannot write). Exit status 1 when a session would
-    not load.
+    transaction (a consistent snapshot that cannot write). Every event is validated, whatever a
+    JSONL checkpoint vouches for. Exit status 1 when a session would not load.
     """
     from agentlog.upgrade import check_upgrade as run_check
 

@@ -188,24 +188,31 @@ class Store(StoreHooks):
             state.cursor, state.materialized = session.seq, True
         return session
 
-    def inspect(self, session_id: str) -> Inspection:
+    def inspect(self, session_id: str, *, trust_checkpoint: bool = True) -> Inspection:
         """Like ``load`` but never writes: closers of an interrupted turn exist only in the result,
-        and ``recovery`` says what ``load`` would repair (torn tail, closers)."""
+        and ``recovery`` says what ``load`` would repair (torn tail, closers).
+
+        ``trust_checkpoint=False`` validates every stored event even where a validated-state
+        checkpoint vouches for a prefix (JSONL keeps them; elsewhere it changes nothing): what
+        ``verify`` and ``check-upgrade`` use, so bytes a checkpoint wrongly vouches for are found.
+        """
         self._check_open()
         live = self._live.get(session_id)
         if live is not None:
             return Inspection(live.session.header, live.session.events)
         with self._serialized(session_id):
-            stored, session, closers = self._prepare(session_id)
+            stored, session, closers = self._prepare(session_id, trust_checkpoint=trust_checkpoint)
         log = [*session._log, *closers]
         return Inspection(stored.header, EventsView(log, len(log), session._lazy_end),
                           Recovery.found(stored, closers))
 
-    def _prepare(self, session_id: str) -> tuple[StoredLog, Session, list[Event]]:
+    def _prepare(self, session_id: str, *, trust_checkpoint: bool = True
+                 ) -> tuple[StoredLog, Session, list[Event]]:
         """Read and validate a cold session and compute its repair closers.
 
         The validated session (unsealed) is cached per revision, like DSH's prepared-session
-        cache: callers must treat it as read-only (``Session._fork_of`` copies it).
+        cache: callers must treat it as read-only (``Session._fork_of`` copies it). Here every
+        event is validated: ``trust_checkpoint`` matters to backends that keep checkpoints.
         """
         with gc_paused():
             stored = self._load_stored(session_id)
@@ -453,8 +460,8 @@ class Store(StoreHooks):
     async def aload(self, session_id: str) -> Inspection:
         return await asyncio.to_thread(self.load, session_id)
 
-    async def ainspect(self, session_id: str) -> Inspection:
-        return await asyncio.to_thread(self.inspect, session_id)
+    async def ainspect(self, session_id: str, *, trust_checkpoint: bool = True) -> Inspection:
+        return await asyncio.to_thread(self.inspect, session_id, trust_checkpoint=trust_checkpoint)
 
     async def aread_from(self, session_id: str, from_seq: int) -> Inspection:
         return await asyncio.to_thread(self.read_from, session_id, from_seq)

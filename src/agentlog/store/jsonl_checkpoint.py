@@ -11,6 +11,8 @@ foreign or stale one, a transcript that does not hash the same, a suffix that do
 back cleanly, legacy shapes) means the full read and validation, never a wrong result and never
 an error (a debug log). Written when a load or open validated the whole log (or a suffix of at
 least ``checkpoint_bytes``), and when a live session closes with that much written since.
+``inspect(trust_checkpoint=False)`` (``verify``, ``check-upgrade``) never resumes: the hash proves
+the bytes unchanged since a validation, not that they are valid to this reader.
 """
 
 from __future__ import annotations
@@ -248,7 +250,15 @@ class JsonlCheckpoints(JsonlForks):
         self._resumed = OrderedDict()
         self._resumed_forks = OrderedDict()
 
-    def _prepare(self, session_id: str) -> Prepared:
+    def _prepare(self, session_id: str, *, trust_checkpoint: bool = True) -> Prepared:
+        """A resume from the checkpoint when there is a good one; with ``trust_checkpoint=False``
+        always the full read and validation (a cached resume is dropped first, not reused)."""
+        if not trust_checkpoint:
+            with self._guard:
+                cached = self._prepared.get(session_id)
+                if cached is not None and _resumed_log(cached[1]):
+                    del self._prepared[session_id]
+            return super()._prepare(session_id)
         path = self._find(session_id)
         info = self._stat(path) if path is not None else None
         with self._guard:
@@ -366,7 +376,7 @@ class JsonlCheckpoints(JsonlForks):
         live session's close included), even when a repair changed the file meanwhile."""
         resumed = self._resumed.get(session_id)
         fresh = resumed is not None and resumed[0] == stored.revision
-        spanned = bool(source._log) and isinstance(source._log[0], LazySpan)  # resumed: mirrors its bytes
+        spanned = _resumed_log(source)  # resumed: mirrors its bytes
         if not spanned and not all(map(operator.is_, source._log, stored.events)):  # legacy upgraded
             self._unmirrored.add(session_id)
         if stored.torn is not None or stored.writers or session_id in self._unmirrored:
@@ -437,6 +447,11 @@ def _spans(marks: Sequence[tuple[int, int]], header_end: int, count: int,
         if not (seq < next_seq and offset < next_offset):
             return None
     return spans
+
+
+def _resumed_log(session: Session) -> bool:
+    """True when ``session`` was resumed from a checkpoint (its prefix is in ``LazySpan`` slots)."""
+    return bool(session._log) and isinstance(session._log[0], LazySpan)
 
 
 def _covered(path: Path, session_id: str) -> int:
