@@ -9,7 +9,7 @@ its events, and only the events after it are validated. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Final
@@ -154,12 +154,11 @@ class _TooDeep(Exception):  # noqa: N818 - internal control flow
     pass
 
 
-def trusted_messages(values: Any) -> list[Message] | None:
+def trusted_messages(values: Iterable[Any]) -> list[Message] | None:
     """Derived messages from their JSON (already parsed), frozen without re-validation: they
     were validated when the checkpoint was written, and the checkpoint's hashes prove they are
-    what was written. None when the value is not a list of objects, or nests too deep."""
-    if type(values) is not list:
-        return None
+    what was written. None when a value is not an object, or nests too deep. ``values`` may be
+    a generator: each parsed message is then dropped once frozen (one copy in memory, not two)."""
     try:
         out = [_trusted(value, 0) if value.__class__ is dict else value for value in values]
     except _TooDeep:

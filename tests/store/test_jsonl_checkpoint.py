@@ -266,14 +266,17 @@ def test_inspect_writes_no_checkpoint_and_load_writes_one(tmp_path: Path, compre
     assert list(resumed.events) == list(loaded.events)
 
 
-def test_a_checkpoint_of_a_foreign_version_is_ignored(tmp_path: Path, compression: Compression) -> None:
+@pytest.mark.parametrize("version", [1, 3])  # 1: the messages as one JSON array
+def test_a_checkpoint_of_a_foreign_version_is_ignored(tmp_path: Path, compression: Compression,
+                                                      version: int) -> None:
     record(tmp_path, compression, 2)
     path = sidecar(tmp_path, compression)
     data = bytearray(path.read_bytes())
     magic = len(b"agentlog-ckpt\n")
     head = struct.Struct("<IQQ32s32s")
     fields = list(head.unpack_from(data, magic))
-    fields[0] = 2
+    assert fields[0] == 2
+    fields[0] = version
     packed = head.pack(*fields)
     data[magic:magic + head.size] = packed
     data[magic + head.size:magic + head.size + 16] = hashlib.blake2b(packed, digest_size=16).digest()

@@ -23,7 +23,7 @@ import os
 import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -59,7 +59,8 @@ DEFAULT_CHECKPOINT_BYTES: Final = 1 << 20
 """A new checkpoint once this many transcript bytes lie after the last one (or there is none)."""
 
 _MAGIC: Final = b"agentlog-ckpt\n"
-_VERSION: Final = 1
+_VERSION: Final = 2
+"""2: the messages are one JSON line each (1: one JSON array, whose parse peaked at 12x its size)."""
 _HEAD: Final = struct.Struct("<IQQ32s32s")  # version, core bytes, message bytes, their sha256
 _HEAD_DIGEST: Final = 16
 _NO_FOLLOW: Final = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -90,11 +91,13 @@ def checkpoint_path(transcript: Path) -> Path:
 
 def encode_checkpoint(session_id: str, offset: int, digest: bytes, spans: Sequence[tuple[int, int]],
                       state: SessionState, messages: Sequence[Message]) -> bytes:
-    """The sidecar bytes: magic, a digested head, the core JSON, the messages JSON (one zstd frame:
-    a quarter of the size for a few percent of a resume's time)."""
+    """The sidecar bytes: magic, a digested head, the core JSON, the messages (one JSON line each,
+    so a resume parses and freezes one at a time; one zstd frame: a quarter of the size for a few
+    percent of a resume's time)."""
     core = dumps({"sessionId": session_id, "agentlog": _rules(), "offset": offset, "sha256": digest.hex(),
                   "spans": [list(span) for span in spans], "state": state.to_wire()})
-    body = zstandard.ZstdCompressor(level=1).compress(dumps(list(messages)))
+    lines = b"".join(dumps(message) + b"\n" for message in messages)
+    body = zstandard.ZstdCompressor(level=1).compress(lines)
     head = _HEAD.pack(_VERSION, len(core), len(body), hashlib.sha256(core).digest(),
                       hashlib.sha256(body).digest())
     return _MAGIC + head + hashlib.blake2b(head, digest_size=_HEAD_DIGEST).digest() + core + body
@@ -148,7 +151,19 @@ def _read_messages(path: Path, core: _Core) -> list[Message] | None:
         return None
     if len(body) != core.messages_size or hashlib.sha256(body).digest() != core.messages_digest:
         return None
-    return trusted_messages(loads(zstandard.ZstdDecompressor().decompress(body)))
+    text = zstandard.ZstdDecompressor().decompress(body)
+    del body
+    return trusted_messages(_lines(text))
+
+
+def _lines(text: bytes) -> Iterator[Any]:
+    """Each newline-terminated JSON line of ``text`` parsed, in order (a torn last line raises)."""
+    view = memoryview(text)
+    start, size = 0, len(text)
+    while start < size:
+        end = text.index(b"\n", start)
+        yield loads(view[start:end])
+        start = end + 1
 
 
 def _write_sidecar(path: Path, data: bytes) -> None:
