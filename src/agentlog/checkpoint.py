@@ -9,7 +9,7 @@ its events, and only the events after it are validated. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Final
@@ -22,7 +22,7 @@ from agentlog.packed import LazySpan, SpanReader
 from agentlog.request_header import event_header
 from agentlog.session import Session
 
-__all__ = ["SessionState", "capture_state", "resume_session", "trusted_messages"]
+__all__ = ["SessionState", "capture_state", "resume_prefix", "resume_session", "trusted_messages"]
 
 _MAX_DEPTH: Final = 40
 """Nesting past which ``trusted_messages`` gives up: ``freeze`` turns arrays nested beyond 48
@@ -118,19 +118,14 @@ def resume_session(header: SessionHeader, state: SessionState, spans: Sequence[t
     (None: unknown) are the derived messages of every surface node. The caller proved the spans'
     bytes are the log prefix the state was captured from; restore validated them then.
     """
-    session = Session(header)
-    log = session._log
-    for seq0, count, start, end in spans:
-        log.extend(repeat(LazySpan(seq0, count, start, end, read), count))  # type: ignore[arg-type]
-    if len(log) != state.count:
-        raise ValueError(f"spans cover {len(log)} events, the state {state.count}")
-    session._lazy_end = session._validated = session._first_live_seq = state.count
+    session = _spanned(header, spans, read)
+    if len(session._log) != state.count:
+        raise ValueError(f"spans cover {len(session._log)} events, the state {state.count}")
     manager = session._manager
     manager.nodes.extend(state.nodes)
     manager.surface_seqs.extend(state.surface_seqs)
     manager.replace_generation = state.replace_generation
     manager.first_replace_seq = state.first_replace_seq
-    manager.next_seq = state.count
     if messages is not None:
         session._derived = messages
         session._derived_nodes = state.derived_nodes
@@ -150,16 +145,40 @@ def resume_session(header: SessionHeader, state: SessionState, spans: Sequence[t
     return session
 
 
+def resume_prefix(header: SessionHeader, state: SessionState, spans: Sequence[tuple[int, int, int, int]],
+                  read: SpanReader) -> Session:
+    """A fork's source: the first events of the log ``state`` was captured from, as unparsed spans
+    (``resume_session``'s), without the rest. Only ``Session._fork_of`` may take it: its surface
+    index is the whole log's (a fork keeps the part below its boundary) and its request scans
+    stand at seq 0 (a fork scans its own prefix)."""
+    session = _spanned(header, spans, read)
+    if len(session._log) > state.count:
+        raise ValueError(f"spans cover {len(session._log)} events, the state {state.count}")
+    session._manager.surface_seqs.extend(state.surface_seqs)
+    session._manager.first_replace_seq = state.first_replace_seq
+    return session
+
+
+def _spanned(header: SessionHeader, spans: Sequence[tuple[int, int, int, int]], read: SpanReader) -> Session:
+    """A session whose log is the spans' events, unparsed (all validated, none live)."""
+    session = Session(header)
+    log = session._log
+    for seq0, count, start, end in spans:
+        log.extend(repeat(LazySpan(seq0, count, start, end, read), count))  # type: ignore[arg-type]
+    session._lazy_end = session._validated = session._first_live_seq = len(log)
+    session._manager.next_seq = len(log)
+    return session
+
+
 class _TooDeep(Exception):  # noqa: N818 - internal control flow
     pass
 
 
-def trusted_messages(values: Any) -> list[Message] | None:
+def trusted_messages(values: Iterable[Any]) -> list[Message] | None:
     """Derived messages from their JSON (already parsed), frozen without re-validation: they
     were validated when the checkpoint was written, and the checkpoint's hashes prove they are
-    what was written. None when the value is not a list of objects, or nests too deep."""
-    if type(values) is not list:
-        return None
+    what was written. None when a value is not an object, or nests too deep. ``values`` may be
+    a generator: each parsed message is then dropped once frozen (one copy in memory, not two)."""
     try:
         out = [_trusted(value, 0) if value.__class__ is dict else value for value in values]
     except _TooDeep:

@@ -3,7 +3,6 @@ log: a JSONL validated-state checkpoint that vouches for bad bytes fools a resum
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -17,7 +16,13 @@ from agentlog.cli.main import cli
 from agentlog.errors import SessionCorruptionError
 from agentlog.packed import LazySpan
 from agentlog.store.jsonl import JsonlStore
-from agentlog.store.jsonl_checkpoint import _read_core, _read_messages, checkpoint_path, encode_checkpoint
+from agentlog.store.jsonl_checkpoint import (
+    _read_core,
+    _read_messages,
+    checkpoint_path,
+    encode_checkpoint,
+    prefix_digests,
+)
 from agentlog.store.jsonl_format import compress_frame
 from agentlog.store.zstd_frames import scan_zstd_frames
 from agentlog.upgrade import check_upgrade
@@ -66,7 +71,7 @@ def vouch_for_bad_bytes(root: Path, compression: Compression = "none") -> None:
     spans = [(seq, at + shift if at > start else at) for seq, at in core.spans]
     offset = core.offset + shift
     path.write_bytes(data)
-    sidecar.write_bytes(encode_checkpoint(SID, offset, hashlib.sha256(data[:offset]).digest(), spans,
+    sidecar.write_bytes(encode_checkpoint(SID, offset, prefix_digests(data[:offset], spans), spans,
                                           core.state, messages))
 
 

@@ -28,6 +28,7 @@ from agentlog.compaction.engine import Compactor
 from agentlog.errors import AgentlogError
 from agentlog.packed import LazySpan
 from agentlog.session import Session
+from agentlog.store import jsonl_checkpoint
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.jsonl_checkpoint import CHECKPOINT_SUFFIX
 from agentlog.store.jsonl_format import compress_frame, encode_batch, encode_header_line
@@ -266,14 +267,17 @@ def test_inspect_writes_no_checkpoint_and_load_writes_one(tmp_path: Path, compre
     assert list(resumed.events) == list(loaded.events)
 
 
-def test_a_checkpoint_of_a_foreign_version_is_ignored(tmp_path: Path, compression: Compression) -> None:
+@pytest.mark.parametrize("version", [1, 3])  # 1: the messages as one JSON array
+def test_a_checkpoint_of_a_foreign_version_is_ignored(tmp_path: Path, compression: Compression,
+                                                      version: int) -> None:
     record(tmp_path, compression, 2)
     path = sidecar(tmp_path, compression)
     data = bytearray(path.read_bytes())
     magic = len(b"agentlog-ckpt\n")
     head = struct.Struct("<IQQ32s32s")
     fields = list(head.unpack_from(data, magic))
-    fields[0] = 2
+    assert fields[0] == 2
+    fields[0] = version
     packed = head.pack(*fields)
     data[magic:magic + head.size] = packed
     data[magic + head.size:magic + head.size + 16] = hashlib.blake2b(packed, digest_size=16).digest()
@@ -310,6 +314,41 @@ def test_a_fork_of_a_checkpointed_parent_equals_a_fork_of_a_fully_read_one(
         again = JsonlStore(tmp_path / "b", compression=compression, checkpoint_bytes=0).load(name)
         reference = JsonlStore(tmp_path / "a", compression=compression).load(name)
         assert untimed(again.events) == untimed(reference.events)
+
+
+@pytest.mark.parametrize("flip", ["none", "before", "after"])
+def test_a_cold_fork_verifies_only_the_prefix_it_forks(
+    tmp_path: Path, compression: Compression, monkeypatch: pytest.MonkeyPatch, flip: str,
+) -> None:
+    monkeypatch.setattr(jsonl_checkpoint, "_PREFIX_STEP", 1)  # a digested prefix at every batch
+    record(tmp_path / "a", compression, 6)
+    events = JsonlStore(tmp_path / "a", compression=compression).inspect(SID).events
+    boundary = [event.seq for event in events if event.type == "turn/end"][1]
+    path = transcript(tmp_path / "a", compression)
+    data = bytearray(path.read_bytes())
+    if flip != "none":  # a byte of the first event (before), or of the last batch (after)
+        at = len(data) - 3 if flip == "after" else data.index(b"\n") + 20 if compression == "none" else 200
+        data[at] ^= 0x01
+        path.write_bytes(bytes(data))
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    full = JsonlStore(tmp_path / "a", compression=compression, checkpoint_bytes=None)
+    cold = JsonlStore(tmp_path / "b", compression=compression, checkpoint_bytes=0)
+    outcomes = []
+    for store in (full, cold):
+        try:
+            live = store.fork(SID, boundary, "child")
+        except AgentlogError as exc:
+            outcomes.append(type(exc))
+            continue
+        outcomes.append((untimed(live.session.events), live.session.derive_messages(),
+                         live.session.request_header()))
+        live.close()
+    assert outcomes[1] == outcomes[0]
+    verified = cold._fork_sources.get(SID)
+    if flip == "before":
+        assert verified is None or verified[2] == len(events)  # the digest failed: the whole way
+    else:
+        assert verified is not None and boundary < verified[2] < len(events)  # only a prefix read
 
 
 def test_compaction_after_a_resume_equals_compaction_after_a_full_read(

@@ -25,7 +25,7 @@ import os
 import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any, Final
 import zstandard
 
 from agentlog.bulk import gc_paused
-from agentlog.checkpoint import SessionState, capture_state, resume_session, trusted_messages
+from agentlog.checkpoint import SessionState, capture_state, resume_prefix, resume_session, trusted_messages
 from agentlog.errors import AgentlogError, SessionCorruptionError
-from agentlog.events import Event
+from agentlog.events import Event, is_safe_int
 from agentlog.jsonvalue import dumps, loads
 from agentlog.legacy import upgrade_legacy
 from agentlog.messages import Message
@@ -61,7 +61,11 @@ DEFAULT_CHECKPOINT_BYTES: Final = 1 << 20
 """A new checkpoint once this many transcript bytes lie after the last one (or there is none)."""
 
 _MAGIC: Final = b"agentlog-ckpt\n"
-_VERSION: Final = 1
+_VERSION: Final = 2
+"""2: the messages are one JSON line each (1: one JSON array, whose parse peaked at 12x its size),
+and the core holds digests of prefixes (a cold fork verifies only what it forks)."""
+_PREFIX_STEP: Final = 1 << 18
+"""Bytes between the transcript prefixes whose sha256 the core holds (at batch starts)."""
 _HEAD: Final = struct.Struct("<IQQ32s32s")  # version, core bytes, message bytes, their sha256
 _HEAD_DIGEST: Final = 16
 _NO_FOLLOW: Final = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -79,6 +83,8 @@ class _Core:
     offset: int
     digest: bytes
     spans: list[tuple[int, int]]
+    prefixes: list[tuple[int, bytes]]
+    """(N, sha256 of the transcript's bytes 0..N) at some batch starts, increasing, N < offset."""
     state: SessionState
     messages_at: int
     messages_size: int
@@ -90,16 +96,35 @@ def checkpoint_path(transcript: Path) -> Path:
     return transcript.with_name(transcript.name + CHECKPOINT_SUFFIX)
 
 
-def encode_checkpoint(session_id: str, offset: int, digest: bytes, spans: Sequence[tuple[int, int]],
-                      state: SessionState, messages: Sequence[Message]) -> bytes:
-    """The sidecar bytes: magic, a digested head, the core JSON, the messages JSON (one zstd frame:
-    a quarter of the size for a few percent of a resume's time)."""
+def encode_checkpoint(session_id: str, offset: int, digests: tuple[bytes, Sequence[tuple[int, bytes]]],
+                      spans: Sequence[tuple[int, int]], state: SessionState,
+                      messages: Sequence[Message]) -> bytes:
+    """The sidecar bytes: magic, a digested head, the core JSON, the messages (one JSON line each,
+    so a resume parses and freezes one at a time; one zstd frame: a quarter of the size for a few
+    percent of a resume's time)."""
+    digest, prefixes = digests
     core = dumps({"sessionId": session_id, "agentlog": _rules(), "offset": offset, "sha256": digest.hex(),
+                  "prefixes": [[end, hashed.hex()] for end, hashed in prefixes],
                   "spans": [list(span) for span in spans], "state": state.to_wire()})
-    body = zstandard.ZstdCompressor(level=1).compress(dumps(list(messages)))
+    lines = b"".join(dumps(message) + b"\n" for message in messages)
+    body = zstandard.ZstdCompressor(level=1).compress(lines)
     head = _HEAD.pack(_VERSION, len(core), len(body), hashlib.sha256(core).digest(),
                       hashlib.sha256(body).digest())
     return _MAGIC + head + hashlib.blake2b(head, digest_size=_HEAD_DIGEST).digest() + core + body
+
+
+def prefix_digests(data: bytes, spans: Sequence[tuple[int, int]]) -> tuple[bytes, list[tuple[int, bytes]]]:
+    """The sha256 of ``data``, and of its prefixes ending at batch starts ``_PREFIX_STEP`` apart
+    or more (one pass over the bytes)."""
+    view, hasher = memoryview(data), hashlib.sha256()
+    hashed, prefixes = 0, []
+    for _seq, start in spans[1:]:
+        if start - hashed >= _PREFIX_STEP:
+            hasher.update(view[hashed:start])
+            hashed = start
+            prefixes.append((start, hasher.digest()))
+    hasher.update(view[hashed:])
+    return hasher.digest(), prefixes
 
 
 def _read_core(path: Path, session_id: str) -> _Core | None:
@@ -122,14 +147,19 @@ def _read_core(path: Path, session_id: str) -> _Core | None:
     if type(wire) is not dict or wire.get("sessionId") != session_id or wire.get("agentlog") != _rules():
         return None  # another session's, or validated by another version's rules
     offset, digest, spans = wire.get("offset"), wire.get("sha256"), wire.get("spans")
+    prefixes = wire.get("prefixes")
     state = SessionState.from_wire(wire.get("state"))
-    if state is None or type(offset) is not int or type(digest) is not str or type(spans) is not list:
+    if (state is None or type(offset) is not int or type(digest) is not str or type(spans) is not list
+            or type(prefixes) is not list):
         return None
     table = [(span[0], span[1]) for span in spans if type(span) is list and len(span) == 2
              and type(span[0]) is int and type(span[1]) is int]
-    if len(table) != len(spans):
+    hashed = [(end, bytes.fromhex(hexed)) for end, hexed in (
+        pair for pair in prefixes if type(pair) is list and len(pair) == 2)
+        if type(end) is int and type(hexed) is str and len(hexed) == 64]
+    if len(table) != len(spans) or len(hashed) != len(prefixes):
         return None
-    return _Core(offset, bytes.fromhex(digest), table, state, len(lead) + core_size, body_size,
+    return _Core(offset, bytes.fromhex(digest), table, hashed, state, len(lead) + core_size, body_size,
                  body_digest)
 
 
@@ -150,7 +180,19 @@ def _read_messages(path: Path, core: _Core) -> list[Message] | None:
         return None
     if len(body) != core.messages_size or hashlib.sha256(body).digest() != core.messages_digest:
         return None
-    return trusted_messages(loads(zstandard.ZstdDecompressor().decompress(body)))
+    text = zstandard.ZstdDecompressor().decompress(body)
+    del body
+    return trusted_messages(_lines(text))
+
+
+def _lines(text: bytes) -> Iterator[Any]:
+    """Each newline-terminated JSON line of ``text`` parsed, in order (a torn last line raises)."""
+    view = memoryview(text)
+    start, size = 0, len(text)
+    while start < size:
+        end = text.index(b"\n", start)
+        yield loads(view[start:end])
+        start = end + 1
 
 
 def _write_sidecar(path: Path, data: bytes) -> None:
@@ -276,12 +318,71 @@ class JsonlCheckpoints(JsonlForks):
         with self._guard:
             whole_known = session_id in self._prepared
         if not whole_known:
+            if boundary is not None and is_safe_int(boundary) and boundary >= 0:
+                prefix = self._resume_prefix(session_id, boundary + 1)
+                if prefix is not None:
+                    return prefix
             resumed = self._resume(session_id, with_messages=False)
             if resumed is not None:
                 stored, source, _closers = resumed
                 self._remember(self._resumed_forks, session_id, (stored.revision, source))
                 return source, source.seq
         return super()._fork_source(session_id, boundary)
+
+    def _resume_prefix(self, session_id: str, end: int) -> tuple[Session, int] | None:
+        """A fork's source holding at least the first ``end`` events, from a checkpoint whose
+        digest of a prefix holding them holds (only those bytes are read), or a cached one of the
+        transcript's current revision; None: the caller takes the whole log's way."""
+        path = self._find(session_id) if self.checkpoint_bytes is not None else None
+        if path is None:
+            return None
+        try:
+            revision = _revision(identity_of(os.stat(path)))
+        except OSError:
+            return None
+        with self._guard:
+            known = self._fork_sources.get(session_id)
+        if known is not None and known[0] == revision and known[2] >= end:
+            return known[1], known[2]
+        core = _read_core(checkpoint_path(path), session_id)
+        if core is None:
+            return None
+        try:
+            return self._prefix_from(session_id, path, core, end, revision)
+        except _FAILURES as exc:
+            logger.debug('session "%s": checkpoint of %s not used for a fork (%s)', session_id, path, exc)
+            return None
+
+    def _prefix_from(self, session_id: str, path: Path, core: _Core, end: int,
+                     revision: str) -> tuple[Session, int] | None:
+        starts = dict((start, seq) for seq, start in core.spans)
+        chosen = next(((size, digest) for size, digest in core.prefixes
+                       if starts.get(size, -1) >= end and size < core.offset), None)
+        if chosen is None:
+            return None  # the boundary lies in the last part: the whole transcript is hashed anyway
+        size, digest = chosen
+        with os.fdopen(os.open(path, os.O_RDONLY | _NO_FOLLOW), "rb") as handle:
+            data = handle.read(size)
+        if len(data) != size or hashlib.sha256(data).digest() != digest:
+            return None
+        stored_header = self._stored_header(session_id, data, path)
+        count = starts[size]
+        spans = _span_table([span for span in core.spans if span[0] < count], count, size, data,
+                            self.compressed)
+        if stored_header is None or spans is None:
+            return None
+        source = resume_prefix(public_header(stored_header), core.state, spans, self._span_reader(data, path))
+        self._remember(self._fork_sources, session_id, (revision, source, count))
+        return source, count
+
+    def _stored_header(self, session_id: str, data: bytes, path: Path) -> Any:
+        """The transcript's header (its own, not shared by reference; None: unusable here)."""
+        head = data[:_header_end(data, self.compressed)]
+        stored_header = read_header_prefix(iter((head,)), compressed=self.compressed, path=str(path))
+        if stored_header is None or is_shared(stored_header):
+            return None
+        self._check_identity(session_id, stored_header, path)
+        return stored_header
 
     def _resume(self, session_id: str, *, with_messages: bool) -> Prepared | None:
         """The prepared session from a verified checkpoint, a cached one of the transcript's current
@@ -318,11 +419,9 @@ class JsonlCheckpoints(JsonlForks):
         data, revision = read
         if hashlib.sha256(memoryview(data)[:core.offset]).digest() != core.digest:
             return None
-        head = data[:_header_end(data, self.compressed)]
-        stored_header = read_header_prefix(iter((head,)), compressed=self.compressed, path=str(path))
-        if stored_header is None or is_shared(stored_header):
+        stored_header = self._stored_header(session_id, data, path)
+        if stored_header is None:
             return None
-        self._check_identity(session_id, stored_header, path)
         spans = _span_table(core.spans, core.state.count, core.offset, data, self.compressed)
         if spans is None:
             return None
@@ -431,7 +530,7 @@ class JsonlCheckpoints(JsonlForks):
             if count == 0 or spans is None:
                 return
             state, messages = capture_state(session, count)
-            content = encode_checkpoint(session_id, len(data), hashlib.sha256(data).digest(), spans,
+            content = encode_checkpoint(session_id, len(data), prefix_digests(data, spans), spans,
                                         state, messages)
             _write_sidecar(checkpoint_path(path), content)
         except _FAILURES as exc:
