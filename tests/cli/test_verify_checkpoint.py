@@ -12,6 +12,7 @@ import zstandard
 from click.testing import CliRunner
 
 from agentlog import MemoryStore, SessionHeader, SqliteStore
+from agentlog.audit import audit_session
 from agentlog.cli.main import cli
 from agentlog.errors import SessionCorruptionError
 from agentlog.packed import LazySpan
@@ -139,3 +140,14 @@ def test_trust_checkpoint_changes_nothing_where_no_checkpoint_is_kept(tmp_path: 
             store.append(SID, [{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}])
             trusted, full = store.inspect(SID), store.inspect(SID, trust_checkpoint=False)
             assert list(full.events) == list(trusted.events) and full.recovery == trusted.recovery
+
+
+def test_audit_refuses_a_prefix_a_checkpoint_vouches_for(tmp_path: Path) -> None:
+    """``audit`` answers "is this session reviewable": like ``verify`` it reads every event, not
+    what a checkpoint vouches for, so a prefix a full validation refuses is a problem found."""
+    vouch_for_bad_bytes(tmp_path)
+    result = CliRunner().invoke(cli, ["--store", url(tmp_path), "audit", SID])
+    assert result.exit_code == 1, result.output
+    assert "malformed pre-react-loop turn/end" in result.output
+    with pytest.raises(SessionCorruptionError):
+        audit_session(JsonlStore(tmp_path, compression="none"), SID)

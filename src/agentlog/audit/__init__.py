@@ -51,7 +51,7 @@ def audit_log(header: SessionHeader, events: Sequence[Event], *, recovery: Recov
 def audit_session(store: Store, session_id: str, *, tools: Sequence[Any] | None = None,
                   model: str | None = None, preset: str | None = None) -> AuditReport:
     """Audit a stored session against the environment now; ``tools``/``model``/``preset`` are the caller's."""
-    inspection = store.inspect(session_id)
+    inspection = store.inspect(session_id, trust_checkpoint=False)  # reviewable: every event read
     header = inspection.header
     parent: Sequence[Event] | None = None
     if header.parent_session is not None:
