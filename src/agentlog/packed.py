@@ -14,7 +14,7 @@ run at the end of the log grows by one member per delta, and a live session's wr
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias, overload
 
 from agentlog.events import ASSISTANT_CHUNK, Event, make_event
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from agentlog.session import Session
 
 __all__ = ["ChunkRun", "EventsView", "LazySpan", "LogEntry", "LogSlice", "SpanReader", "resolve_entries",
-           "unspanned"]
+           "slots_of", "unspanned"]
 
 LogEntry: TypeAlias = "Event | ChunkRun"
 """A slot of a session's log: an event, or the packed run that holds the event of that seq. A
@@ -303,6 +303,12 @@ def unspanned(entries: list[LogEntry]) -> list[LogEntry]:
         return entries
     slots: list[Any] = entries
     return [entry.entry(seq) if entry.__class__ is lazy else entry for seq, entry in enumerate(slots)]
+
+
+def slots_of(events: Iterable[Any]) -> Iterable[Any]:
+    """``events`` slot by slot: a live batch (``LogSlice``) gives each packed run once, unexpanded
+    (see ``LogSlice.spans``); any other iterable passes as it is."""
+    return events.spans() if isinstance(events, LogSlice) else events
 
 
 def resolve_entries(entries: Sequence[Any], first_seq: int = 0) -> list[Event]:

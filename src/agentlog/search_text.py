@@ -19,7 +19,7 @@ from typing import TypeAlias
 from agentlog.events import LEGACY_STEERING, Event
 from agentlog.message_text import text_of
 from agentlog.messages import derive_event_message
-from agentlog.packed import LogSlice
+from agentlog.packed import slots_of
 
 __all__ = ["SEARCHED_TYPES", "Candidates", "fold", "folding_available", "indexed_texts"]
 
@@ -74,9 +74,7 @@ def indexed_texts(entries: Iterable[object]) -> Iterator[tuple[int, str]]:
     Packed chunk runs among ``entries`` are skipped: the scan matches their assembled message.
     A legacy ``steering/message`` is indexed by its content: reads upgrade it to a ``user/message``.
     """
-    if isinstance(entries, LogSlice):  # a live batch: its packed runs are skipped unexpanded
-        entries = entries.spans()
-    for event in entries:
+    for event in slots_of(entries):  # a live batch's packed runs come as spans: skipped unexpanded
         if type(event) is not Event:
             continue
         if event.type == LEGACY_STEERING:

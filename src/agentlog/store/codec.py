@@ -17,7 +17,7 @@ import orjson
 from agentlog.errors import InvalidEventError, SessionCorruptionError
 from agentlog.events import ASSISTANT_CHUNK, Event
 from agentlog.jsonvalue import MAX_SAFE_INTEGER, loads, valid_text
-from agentlog.packed import ChunkRun, LogEntry, LogSlice
+from agentlog.packed import ChunkRun, LogEntry, slots_of
 
 __all__ = [
     "MIN_RUN",
@@ -246,8 +246,7 @@ def pack_chunk_runs(
         raise ValueError(f"max_members must be at least {MIN_RUN}, got {max_members}")
     out: list[StorageRecord] = []
     run: _Run | None = None
-    items: Iterable[_Source] = events.spans() if isinstance(events, LogSlice) else events
-    for item in items:
+    for item in slots_of(events):
         if item.__class__ is tuple:  # a span of a packed run: members seq first..stop-1
             chunks, first, stop = item
             parts, offset = chunks.parts(), chunks.seq0

@@ -103,17 +103,6 @@ class SessionIndex:
     first_time: int | None = None
     last_time: int | None = None
 
-    def turn_at(self, seq: int) -> int:
-        """Index into ``turns`` of the turn holding ``seq``."""
-        low, high = 0, len(self.turns) - 1
-        while low < high:
-            middle = (low + high + 1) // 2
-            if self.turns[middle].start <= seq:
-                low = middle
-            else:
-                high = middle - 1
-        return low
-
 
 def slots(events: Sequence[Event], start: int = 0, stop: int | None = None) -> Iterator[tuple[int, LogEntry]]:
     """``(seq, event or packed run)`` of a log range, chunk runs unexpanded."""
