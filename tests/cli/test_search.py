@@ -50,3 +50,13 @@ def test_search_text_with_index_syntax_is_plain_text_on_every_backend(store_url:
         found = invoke(store_url, "search", text, "--json")
         assert found.exit_code == 0, found.output
         assert sorted({hit["session"] for hit in json.loads(found.stdout)["hits"]}) == sessions, text
+
+
+def test_a_terminal_escape_in_an_indexed_message_shows_as_an_escape_on_every_backend(store_url: str) -> None:
+    """The index path (SQLite, PostgreSQL) hands its hits to the same snippet rendering as the scan:
+    an OSC title, a clear-screen and a bidi override in a message reach the terminal as escapes."""
+    record(store_url, "s1", text="hi \x1b]0;pwn\x07\x1b[2J needleword \u202e tail")
+    shown = run(store_url, "search", "needleword")
+    assert shown.returncode == 0, shown.stderr
+    assert "\x1b" not in shown.stdout and "\u202e" not in shown.stdout
+    assert "\\x1b]0;pwn\\x07\\x1b[2J needleword \\u202e tail" in shown.stdout
