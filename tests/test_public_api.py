@@ -22,9 +22,10 @@ def public_names_defined_in_init() -> list[str]:
             names += [alias.asname or alias.name for alias in node.names]
         elif isinstance(node, ast.Assign):
             names += [target.id for target in node.targets if isinstance(target, ast.Name)]
-    names += list(agentlog._LAZY)  # imported on first access (optional extras)
+    names += list(agentlog._LAZY)  # imported on first access
     return [
-        name for name in names if name != "__all__" and (not name.startswith("_") or name == "__version__")
+        name for name in names
+        if name not in ("__all__", "TYPE_CHECKING") and (not name.startswith("_") or name == "__version__")
     ]
 
 
@@ -67,3 +68,19 @@ def test_py_typed_marker_ships_with_the_package() -> None:
     assert resources.files("agentlog").joinpath("py.typed").is_file()
     package_data = tomllib.loads(PYPROJECT.read_text())["tool"]["setuptools"]["package-data"]
     assert "py.typed" in package_data["agentlog"]
+
+
+def test_import_agentlog_loads_the_core_only() -> None:
+    """Compaction, audit, import and export (and asyncio with ssl) load on first use: a resumed
+    session's memory budget (issue 15) has no room for what a program never calls."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, agentlog\n"
+             "heavy = ('asyncio', 'ssl', 'agentlog.compaction', 'agentlog.audit', 'agentlog.importers',"
+             " 'agentlog.exporters', 'agentlog.store.postgres')\n"
+             "print(sorted(name for name in sys.modules if name.startswith(heavy)))\n"
+             "agentlog.Compactor, agentlog.export_session, agentlog.IMPORTERS\n"
+             "print('agentlog.compaction.engine' in sys.modules, 'asyncio' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["[]", "True True"]

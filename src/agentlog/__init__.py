@@ -3,16 +3,8 @@
 The public API lives here and only here; submodules are implementation.
 """
 
-from agentlog.audit import AuditCheck, AuditReport, audit_session
-from agentlog.compaction.config import CompactionConfig, ModelPolicy, PrunerConfig
-from agentlog.compaction.engine import Compactor
-from agentlog.compaction.fidelity_score import FidelityReport, compaction_fidelity
-from agentlog.compaction.invariants import CompactionInvariantChecker
-from agentlog.compaction.pruner import ToolResultPruner
-from agentlog.compaction.result import CompactionResult
-from agentlog.compaction.summarizers import ExtractiveSummarizer, OpenAICompatibleSummarizer
-from agentlog.compaction.summary import Summarizer, SummaryRequest, SummaryResult, SyncSummarizer
-from agentlog.compaction.tokens import TokenMeter
+from typing import TYPE_CHECKING
+
 from agentlog.errors import (
     AgentlogError,
     CompactionConfigError,
@@ -38,13 +30,10 @@ from agentlog.errors import (
     WriteFailedError,
 )
 from agentlog.events import KNOWN_EVENT_TYPES, SURFACE_TYPES, Event, Replace, SurfaceOp
-from agentlog.exporters import EXPORTERS, ExportSource
-from agentlog.exporters import export as export_session
 from agentlog.follow import follow
 from agentlog.fork import fork
 from agentlog.gc import Collected, collect_garbage
 from agentlog.header import FORMAT_VERSION, SessionHeader
-from agentlog.importers import IMPORTERS, Imported, SourceFile, save_imported
 from agentlog.invariants import InvariantChecker, check_invariants
 from agentlog.jsonvalue import FrozenDict, freeze, is_json_value, thaw
 from agentlog.messages import Message, derive_event_message, transcript
@@ -73,24 +62,79 @@ from agentlog.surface import (
 )
 from agentlog.upgrade import UpgradeCheck, check_upgrade
 
+if TYPE_CHECKING:
+    from agentlog.audit import AuditCheck, AuditReport, audit_session
+    from agentlog.compaction.config import CompactionConfig, ModelPolicy, PrunerConfig
+    from agentlog.compaction.engine import Compactor
+    from agentlog.compaction.fidelity_score import FidelityReport, compaction_fidelity
+    from agentlog.compaction.invariants import CompactionInvariantChecker
+    from agentlog.compaction.pruner import ToolResultPruner
+    from agentlog.compaction.result import CompactionResult
+    from agentlog.compaction.summarizers import ExtractiveSummarizer, OpenAICompatibleSummarizer
+    from agentlog.compaction.summary import Summarizer, SummaryRequest, SummaryResult, SyncSummarizer
+    from agentlog.compaction.tokens import TokenMeter
+    from agentlog.exporters import EXPORTERS, ExportSource
+    from agentlog.exporters import export as export_session
+    from agentlog.importers import IMPORTERS, Imported, SourceFile, save_imported
+    from agentlog.store.postgres import PostgresStore
+
 __version__ = "0.1.0"
 
-_LAZY = {"PostgresStore": "agentlog.store.postgres"}
-"""Public names whose modules need an optional extra; imported on first access."""
+_LAZY: dict[str, tuple[str, str]] = {
+    "AuditCheck": ("agentlog.audit", "AuditCheck"),
+    "AuditReport": ("agentlog.audit", "AuditReport"),
+    "audit_session": ("agentlog.audit", "audit_session"),
+    "CompactionConfig": ("agentlog.compaction.config", "CompactionConfig"),
+    "ModelPolicy": ("agentlog.compaction.config", "ModelPolicy"),
+    "PrunerConfig": ("agentlog.compaction.config", "PrunerConfig"),
+    "Compactor": ("agentlog.compaction.engine", "Compactor"),
+    "FidelityReport": ("agentlog.compaction.fidelity_score", "FidelityReport"),
+    "compaction_fidelity": ("agentlog.compaction.fidelity_score", "compaction_fidelity"),
+    "CompactionInvariantChecker": ("agentlog.compaction.invariants", "CompactionInvariantChecker"),
+    "ToolResultPruner": ("agentlog.compaction.pruner", "ToolResultPruner"),
+    "CompactionResult": ("agentlog.compaction.result", "CompactionResult"),
+    "ExtractiveSummarizer": ("agentlog.compaction.summarizers", "ExtractiveSummarizer"),
+    "OpenAICompatibleSummarizer": ("agentlog.compaction.summarizers", "OpenAICompatibleSummarizer"),
+    "Summarizer": ("agentlog.compaction.summary", "Summarizer"),
+    "SummaryRequest": ("agentlog.compaction.summary", "SummaryRequest"),
+    "SummaryResult": ("agentlog.compaction.summary", "SummaryResult"),
+    "SyncSummarizer": ("agentlog.compaction.summary", "SyncSummarizer"),
+    "TokenMeter": ("agentlog.compaction.tokens", "TokenMeter"),
+    "EXPORTERS": ("agentlog.exporters", "EXPORTERS"),
+    "ExportSource": ("agentlog.exporters", "ExportSource"),
+    "export_session": ("agentlog.exporters", "export"),
+    "IMPORTERS": ("agentlog.importers", "IMPORTERS"),
+    "Imported": ("agentlog.importers", "Imported"),
+    "SourceFile": ("agentlog.importers", "SourceFile"),
+    "save_imported": ("agentlog.importers", "save_imported"),
+    "PostgresStore": ("agentlog.store.postgres", "PostgresStore"),
+}
+"""Public names loaded on first access, as (module, attribute): compaction, audit, import and
+export load their modules (and asyncio) only when used, so ``import agentlog`` stays light;
+``PostgresStore`` needs the ``postgres`` extra."""
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
+    place = _LAZY.get(name)
+    if place is None:
         raise AttributeError(f"module 'agentlog' has no attribute {name!r}")
     import importlib
 
     try:
-        return getattr(importlib.import_module(module), name)
+        module = importlib.import_module(place[0])
     except ImportError as exc:
+        if name != "PostgresStore":
+            raise
         raise MissingExtraError(
             f"{name} needs the PostgreSQL driver: pip install 'agentlog[postgres]'"
         ) from exc
+    value = getattr(module, place[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [

@@ -178,9 +178,11 @@ def trusted_messages(values: Iterable[Any]) -> list[Message] | None:
     """Derived messages from their JSON (already parsed), frozen without re-validation: they
     were validated when the checkpoint was written, and the checkpoint's hashes prove they are
     what was written. None when a value is not an object, or nests too deep. ``values`` may be
-    a generator: each parsed message is then dropped once frozen (one copy in memory, not two)."""
+    a generator: each parsed message is then dropped once frozen (one copy in memory, not two).
+    Equal short strings and equal small flat objects (a role, a ``source``) become one object."""
+    shared: dict[Any, Any] = {}
     try:
-        out = [_trusted(value, 0) if value.__class__ is dict else value for value in values]
+        out = [_trusted(value, 0, shared) if value.__class__ is dict else value for value in values]
     except _TooDeep:
         return None
     return out if all(type(message) is FrozenDict for message in out) else None
@@ -189,22 +191,47 @@ def trusted_messages(values: Iterable[Any]) -> list[Message] | None:
 _new_dict = dict.__new__
 _fill = dict.update
 _set = dict.__setitem__
+_SHARED_CHARS: Final = 32
+"""Strings up to this length are shared between the messages of one resume."""
+_SHARED_MEMBERS: Final = 4
+"""Objects of up to this many members, each a shared string, an int, a bool or null, are shared."""
 
 
-def _trusted(value: Any, depth: int) -> Any:
+def _trusted(value: Any, depth: int, shared: dict[Any, Any]) -> Any:
     """``value`` (parsed JSON) deep-frozen as ``freeze`` would, without checks: objects become
-    ``FrozenDict``s (copied shallowly, then their container members replaced), arrays tuples."""
+    ``FrozenDict``s (copied shallowly, then their container members replaced), arrays tuples;
+    ``shared`` maps what was seen to the one object kept for it (frozen values only)."""
     if depth > _MAX_DEPTH:
         raise _TooDeep
     if value.__class__ is dict:
         frozen = _new_dict(FrozenDict)
         _fill(frozen, value)
+        flat = len(value) <= _SHARED_MEMBERS
         for key, member in value.items():
-            if member.__class__ is dict or member.__class__ is list:
-                _set(frozen, key, _trusted(member, depth + 1))
+            kind = member.__class__
+            if kind is dict or kind is list:
+                _set(frozen, key, _trusted(member, depth + 1, shared))
+                flat = False
+            elif kind is str:
+                if len(member) <= _SHARED_CHARS:
+                    _set(frozen, key, shared.setdefault(member, member))
+                else:
+                    flat = False
+            elif kind is float:
+                flat = False  # -0.0 == 0.0, yet they are different JSON
+        if flat:  # the type is part of the key: true == 1 in Python, not in JSON
+            seen = tuple([(key, member.__class__, member) for key, member in frozen.items()])
+            return shared.setdefault(seen, frozen)
         return frozen
-    return tuple([_trusted(member, depth + 1) if member.__class__ is dict or member.__class__ is list
-                  else member for member in value])
+    return tuple([_trusted(member, depth + 1, shared) if member.__class__ is dict or member.__class__ is list
+                  else _shared_scalar(member, shared) for member in value])
+
+
+def _shared_scalar(member: Any, shared: dict[Any, Any]) -> Any:
+    """An array's scalar member: a short string as the one object kept for it, others as they are."""
+    if member.__class__ is str and len(member) <= _SHARED_CHARS:
+        return shared.setdefault(member, member)
+    return member
 
 
 

@@ -7,13 +7,13 @@ request header only when it changes, and closes steps and turns on every exit pa
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
+from agentlog.aio import run, running_loop
 from agentlog.errors import InvalidEventError, UsageError
 from agentlog.events import STEP_START, TODO_WRITE, TURN_END, TURN_START, USER_MESSAGE, Event
 from agentlog.invariants import InvariantChecker
@@ -156,10 +156,8 @@ class Recorder:
         hook = self._hook("abefore_step")
         if hook is None:
             return
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            asyncio.run(hook(self.session))
+        if running_loop() is None:
+            run(hook(self.session))
             return
         logger.warning('session "%s": pre-step compaction skipped: a step started synchronously inside a '
                        "running event loop; use `async with turn.step()`", self.session.id)

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
+from agentlog.aio import run, running_loop
 from agentlog.errors import InvalidEventError, UsageError
 from agentlog.events import (
     ASSISTANT_CHUNK,
@@ -133,10 +133,8 @@ class Step:
         Returns True when the compactor replaced part of the surface: rebuild the request from
         ``session.derive_messages()`` and stream again in this same step. False: raise ``error``.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.aon_request_error(error))
+        if running_loop() is None:
+            return run(self.aon_request_error(error))
         raise UsageError("step.on_request_error() cannot block inside a running event loop; "
                          "use `await step.aon_request_error(exc)`", session_id=self._session.id)
 

@@ -5,12 +5,12 @@ Shared by ``recorder.py`` (Recorder, Turn) and ``recorder_step.py`` (Step); pure
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
 
+from agentlog.aio import is_cancellation
 from agentlog.errors import AgentlogError, InvalidEventError
 from agentlog.events import is_safe_int
 from agentlog.jsonvalue import FrozenDict, freeze, frozen_dict, valid_text
@@ -161,7 +161,7 @@ def llm_failure(exc: BaseException) -> FrozenDict:
 
 
 def is_abort(exc: BaseException) -> bool:
-    return isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
+    return isinstance(exc, KeyboardInterrupt) or is_cancellation(exc)
 
 
 def turn_end_reason(exc: BaseException) -> FrozenDict:

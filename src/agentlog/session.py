@@ -7,13 +7,13 @@ store's ``flush()``.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from agentlog.aio import running_loop
 from agentlog.bulk import gc_paused
 from agentlog.errors import (
     AgentlogError,
@@ -535,14 +535,15 @@ def _describe(exc: BaseException) -> str:
 
 def _contain_async(session_id: str, awaitable: Any) -> None:
     """Run an async observer's result in the background and log its failure."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
+    loop = running_loop()
+    if loop is None:
         if inspect.iscoroutine(awaitable):
             awaitable.close()
         logger.warning('session "%s": async session/event listener needs a running event loop',
                        session_id)
         return
+    import asyncio
+
     task = asyncio.ensure_future(awaitable, loop=loop)
 
     def done(finished: asyncio.Future[Any]) -> None:

@@ -55,9 +55,10 @@ def test_resumed_rss_is_reported_for_t_and_10_t_from_a_cached_log(report: dict[s
     for turns in (8, 80):
         peak = found[f"jsonl-raw T={turns}.rss.resumed_peak_mb"]
         idle = found[f"jsonl-raw T={turns}.rss.idle_mb"]
-        assert peak["median"] > idle["median"] > 1
+        interpreter = found[f"jsonl-raw T={turns}.rss.interpreter_mb"]
+        assert peak["median"] > idle["median"] > interpreter["median"] > 1
         assert found[f"jsonl-raw T={turns}.rss.per_1000_events_mb"]["median"] > 0
-    assert report["_cache"] == ["jsonl-raw-T8", "jsonl-raw-T80"]
+    assert report["_cache"] == ["jsonl-raw-T8-per-turn", "jsonl-raw-T80-per-turn"]
     assert report["_scratch_left"] == []
     notes = " ".join(report["suites"]["scale"]["notes"])
     assert "tracemalloc of the resume" in notes

@@ -7,8 +7,9 @@ worker threads (a worker records one turn of one of its sessions, flushes it, mo
 next); beside it, a single session alone on the same kind of store. Flushes of concurrent
 sessions share commits (``store/group_commit.py``) on SQLite and PostgreSQL. PostgreSQL also
 runs 8 processes at once on one store. Resumed RSS: ``store.open()`` + ``derive_messages()``
-of a T = 1000 and a T = 10,000 session in fresh processes (``ru_maxrss``); the generated logs
-are cached under the system temp directory and reused by later runs.
+of a T = 1000 and a T = 10,000 session, recorded durable per turn, in fresh processes that
+import agentlog and nothing of the harness (``bench.resume_rss``; peak = VmHWM); the generated
+logs are cached under the system temp directory and reused by later runs.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
-from agentlog.bench.runner import Context, Figure, Stat, Suite, Target, current_rss, peak_rss, run_child
+from agentlog.bench.runner import Context, Figure, Stat, Suite, Target, run_child
 from agentlog.bench.store import BACKENDS, CWD, resolve_backends
 from agentlog.bench.store_backends import Backend, PostgresBackend
 from agentlog.bench.store_floor import json_lines, split_turns
@@ -339,7 +340,7 @@ def _run_together(specs: Sequence[Mapping[str, Any]], gate: Path) -> list[dict[s
 def _cached_session(name: str, turns: int) -> str:
     """A store location holding one T-turn session, generated once and kept in ``CACHE``."""
     backend = BACKENDS[name]
-    root = CACHE / f"{name}-T{turns}"
+    root = CACHE / f"{name}-T{turns}-per-turn"
     done = root / "complete"
     if not done.exists():
         shutil.rmtree(root, ignore_errors=True)
@@ -348,7 +349,7 @@ def _cached_session(name: str, turns: int) -> str:
         store = backend.open(place)
         try:
             live = store.start(SessionHeader(id=SESSION_ID, cwd=CWD))
-            record_workload(live.session, turns)
+            record_workload(live.session, turns, flush=live.flush)  # durable per turn (WORKLOAD.md)
             live.close()
         finally:
             store.close()
@@ -359,9 +360,10 @@ def _cached_session(name: str, turns: int) -> str:
 def _rss(ctx: Context, name: str, turns: int) -> None:
     ctx.say(f"{name}: the T = {turns:,} session (generated once, cached in {CACHE})")
     place = _cached_session(name, turns)
-    spec = {"suite": "scale", "kind": "rss", "backend": name, "place": place}
-    samples = ctx.measure(f"{name}: resume T = {turns:,} in a fresh process", lambda: run_child(spec, 1800),
-                          runs=min(ctx.options.runs, 3))
+    minimal = {"place": place, "session": SESSION_ID,
+               "compression": "zstd" if name == "jsonl-zstd" else "none"}
+    samples = ctx.measure(f"{name}: resume T = {turns:,} in a fresh process importing agentlog only",
+                          lambda: _run_resume(minimal), runs=min(ctx.options.runs, 3))
     events = samples["events"][-1]
     peak = Stat.of([value / 1e6 for value in samples["peak_rss"]])
     idle = statistics.median(samples["rss_before"]) / 1e6
@@ -373,36 +375,44 @@ def _rss(ctx: Context, name: str, turns: int) -> None:
     disk = BACKENDS[name].size(place) / 1e6 * 1000 / events
     ctx.add(Figure("rss.per_1000_events_mb", "… above the idle process, per 1,000 events", "MB", per_1000,
                    group=group, baseline="bytes on disk per 1,000 events", ratio=per_1000.median / disk))
-    ctx.add(Figure("rss.idle_mb", "RSS of the process before opening (imports done)", "MB",
+    ctx.add(Figure("rss.idle_mb", "RSS of the process before opening (`import agentlog` done)", "MB",
                    Stat.of([value / 1e6 for value in samples["rss_before"]]), group=group, is_baseline=True))
+    ctx.add(Figure("rss.interpreter_mb", "RSS of the interpreter before `import agentlog`", "MB",
+                   Stat.of([value / 1e6 for value in samples["interpreter_rss"]]), group=group,
+                   is_baseline=True))
     if turns == ctx.options.turns:
-        traced = run_child({**spec, "trace": True}, 1800)
+        traced = run_child({"suite": "scale", "kind": "trace", "backend": name, "place": place}, 1800)
         ctx.note(f"{name} T = {turns:,}, tracemalloc of the resume, top {TOP_ALLOCATIONS} lines by size "
                  f"(traced peak {traced['traced_peak'] / 1e6:.1f} MB): " + "; ".join(traced["top"]))
 
 
-def _child_rss(backend: Backend, place: str, trace: bool) -> dict[str, Any]:
+def _run_resume(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """``bench.resume_rss`` in a fresh interpreter: a user's process, without the harness's imports."""
+    script = Path(__file__).with_name("resume_rss.py").read_text(encoding="utf-8")
+    command = [sys.executable, "-c", script, json.dumps(spec)]  # -c: the package is not imported first
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"resume_rss exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _child_trace(backend: Backend, place: str) -> dict[str, Any]:
+    """The resume under tracemalloc: its traced peak and top allocations by line."""
     store = backend.open(place)
     backend.connect(store)
-    before = current_rss()
-    if trace:
-        tracemalloc.start()
-    start = time.perf_counter()
+    tracemalloc.start()
     live = store.open(SESSION_ID)
-    messages = live.session.derive_messages()
-    elapsed = time.perf_counter() - start
-    result: dict[str, Any] = {"s": elapsed, "peak_rss": peak_rss(), "rss_before": before,
-                              "events": live.session.seq, "messages": len(messages)}
-    if trace:
-        snapshot = tracemalloc.take_snapshot()
-        result["traced_peak"] = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        stats = snapshot.statistics("lineno")[:TOP_ALLOCATIONS]
-        result["top"] = [f"{_short(stat.traceback[0].filename)}:{stat.traceback[0].lineno} "
-                         f"{stat.size / 1e6:.1f} MB ({stat.count:,} blocks)" for stat in stats]
+    live.session.derive_messages()
+    snapshot = tracemalloc.take_snapshot()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    top = [f"{_short(stat.traceback[0].filename)}:{stat.traceback[0].lineno} "
+           f"{stat.size / 1e6:.1f} MB ({stat.count:,} blocks)"
+           for stat in snapshot.statistics("lineno")[:TOP_ALLOCATIONS]]
     live.close()
     store.close()
-    return result
+    return {"traced_peak": peak, "top": top}
 
 
 def _short(filename: str) -> str:
@@ -411,7 +421,8 @@ def _short(filename: str) -> str:
 
 
 def child(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """Measurements in a fresh process: ``many`` (sessions on one store) and ``rss`` (a resume)."""
+    """Measurements in a fresh process: ``many`` (sessions on one store) and ``trace`` (a resume's
+    allocations; its RSS is measured by ``bench.resume_rss``, which imports no harness)."""
     backend = BACKENDS[str(spec["backend"])]
     if spec["kind"] == "many":
         gate = spec.get("gate")
@@ -419,8 +430,8 @@ def child(spec: Mapping[str, Any]) -> dict[str, Any]:
                            int(spec["turns"]), seed=int(spec.get("seed", 0)),
                            grouping=bool(spec.get("grouping", True)),
                            gate=None if gate is None else str(gate))
-    if spec["kind"] == "rss":
-        return _child_rss(backend, str(spec["place"]), bool(spec.get("trace", False)))
+    if spec["kind"] == "trace":
+        return _child_trace(backend, str(spec["place"]))
     raise ValueError(f"unknown scale child measurement {spec['kind']!r}")
 
 

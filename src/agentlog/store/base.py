@@ -8,13 +8,13 @@ inspection, live sessions with write-behind, forks and deletion.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import contextlib
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentlog.aio import in_thread
 from agentlog.bulk import gc_paused
 from agentlog.errors import (
     AgentlogError,
@@ -452,47 +452,47 @@ class Store(StoreHooks):
     # -- async twins -------------------------------------------------------------------------
 
     async def acreate(self, header: SessionHeader) -> None:
-        await asyncio.to_thread(self.create, header)
+        await in_thread(self.create, header)
 
     async def aappend(self, session_id: str, events: Iterable[Event | dict[str, Any]]) -> None:
-        await asyncio.to_thread(self.append, session_id, list(events))
+        await in_thread(self.append, session_id, list(events))
 
     async def aload(self, session_id: str) -> Inspection:
-        return await asyncio.to_thread(self.load, session_id)
+        return await in_thread(self.load, session_id)
 
     async def ainspect(self, session_id: str, *, trust_checkpoint: bool = True) -> Inspection:
-        return await asyncio.to_thread(self.inspect, session_id, trust_checkpoint=trust_checkpoint)
+        return await in_thread(self.inspect, session_id, trust_checkpoint=trust_checkpoint)
 
     async def aread_from(self, session_id: str, from_seq: int) -> Inspection:
-        return await asyncio.to_thread(self.read_from, session_id, from_seq)
+        return await in_thread(self.read_from, session_id, from_seq)
 
     async def alist(self) -> builtins.list[SessionHeader]:
-        return await asyncio.to_thread(self.list)
+        return await in_thread(self.list)
 
     async def alist_snapshots(self) -> builtins.list[Snapshot]:
-        return await asyncio.to_thread(self.list_snapshots)
+        return await in_thread(self.list_snapshots)
 
     async def aread_raw(self, session_id: str) -> RawArtifact | None:
-        return await asyncio.to_thread(self.read_raw, session_id)
+        return await in_thread(self.read_raw, session_id)
 
     async def astart(self, header: SessionHeader | str) -> LiveSession:
-        return await asyncio.to_thread(self.start, header)
+        return await in_thread(self.start, header)
 
     async def aopen(self, session_id: str) -> LiveSession:
-        return await asyncio.to_thread(self.open, session_id)
+        return await in_thread(self.open, session_id)
 
     async def afork(self, session_id: str, boundary: int | None = None,
                     child_id: str | None = None) -> LiveSession:
-        return await asyncio.to_thread(self.fork, session_id, boundary, child_id)
+        return await in_thread(self.fork, session_id, boundary, child_id)
 
     async def amaterialize(self, session_id: str) -> None:
-        await asyncio.to_thread(self.materialize, session_id)
+        await in_thread(self.materialize, session_id)
 
     async def adelete(self, session_id: str) -> None:
-        await asyncio.to_thread(self.delete, session_id)
+        await in_thread(self.delete, session_id)
 
     async def aclose(self) -> None:
-        await asyncio.to_thread(self.close)
+        await in_thread(self.close)
 
 
 def last_turn_is_open(events: Sequence[Event]) -> bool:

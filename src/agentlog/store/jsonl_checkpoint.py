@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import logging
 import operator
 import os
@@ -66,6 +67,8 @@ _VERSION: Final = 2
 and the core holds digests of prefixes (a cold fork verifies only what it forks)."""
 _PREFIX_STEP: Final = 1 << 18
 """Bytes between the transcript prefixes whose sha256 the core holds (at batch starts)."""
+_READ_SIZE: Final = 1 << 16
+"""How much of the checkpoint's messages is decompressed at a time while they are parsed."""
 _HEAD: Final = struct.Struct("<IQQ32s32s")  # version, core bytes, message bytes, their sha256
 _HEAD_DIGEST: Final = 16
 _NO_FOLLOW: Final = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -180,19 +183,17 @@ def _read_messages(path: Path, core: _Core) -> list[Message] | None:
         return None
     if len(body) != core.messages_size or hashlib.sha256(body).digest() != core.messages_digest:
         return None
-    text = zstandard.ZstdDecompressor().decompress(body)
-    del body
-    return trusted_messages(_lines(text))
+    return trusted_messages(_lines(body))
 
 
-def _lines(text: bytes) -> Iterator[Any]:
-    """Each newline-terminated JSON line of ``text`` parsed, in order (a torn last line raises)."""
-    view = memoryview(text)
-    start, size = 0, len(text)
-    while start < size:
-        end = text.index(b"\n", start)
-        yield loads(view[start:end])
-        start = end + 1
+def _lines(body: bytes) -> Iterator[Any]:
+    """Each newline-terminated JSON line of the zstd frame ``body`` parsed, in order, decompressed
+    as it is read: the whole text never sits in memory beside the messages (a torn line raises)."""
+    reader = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(body), _READ_SIZE)
+    for line in reader:
+        if not line.endswith(b"\n"):
+            raise ValueError("the checkpoint's messages end in a torn line")
+        yield loads(line)
 
 
 def _write_sidecar(path: Path, data: bytes) -> None:

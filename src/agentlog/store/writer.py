@@ -11,7 +11,6 @@ fails, and every later flush, append and close raises that one ``WriteFailedErro
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
@@ -19,6 +18,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from agentlog.aio import in_thread
 from agentlog.errors import (
     AgentlogError,
     InvalidEventError,
@@ -169,11 +169,11 @@ class LiveSession:
 
     async def aflush(self) -> None:
         """``flush()`` without blocking the event loop."""
-        await asyncio.to_thread(self.flush)
+        await in_thread(self.flush)
 
     async def aclose(self) -> None:
         """``close()`` without blocking the event loop."""
-        await asyncio.to_thread(self.close)
+        await in_thread(self.close)
 
     def __enter__(self) -> LiveSession:
         return self
