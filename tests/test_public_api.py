@@ -71,14 +71,16 @@ def test_py_typed_marker_ships_with_the_package() -> None:
 
 
 def test_import_agentlog_loads_the_core_only() -> None:
-    """Compaction, audit, import and export (and asyncio with ssl) load on first use: a resumed
-    session's memory budget (issue 15) has no room for what a program never calls."""
+    """Compaction, audit, import, export, upgrade checks and the database stores (and asyncio
+    with ssl, sqlite3) load on first use: a resumed session's memory budget (issue 15) has no
+    room for what a program never calls."""
     import subprocess
     import sys
 
     probe = ("import sys, agentlog\n"
              "heavy = ('asyncio', 'ssl', 'agentlog.compaction', 'agentlog.audit', 'agentlog.importers',"
-             " 'agentlog.exporters', 'agentlog.store.postgres')\n"
+             " 'agentlog.exporters', 'agentlog.store.postgres', 'agentlog.store.sqlite',"
+             " 'sqlite3', 'agentlog.upgrade')\n"
              "print(sorted(name for name in sys.modules if name.startswith(heavy)))\n"
              "agentlog.Compactor, agentlog.export_session, agentlog.IMPORTERS\n"
              "print('agentlog.compaction.engine' in sys.modules, 'asyncio' in sys.modules)\n")

@@ -48,7 +48,6 @@ from agentlog.store.base import Store
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.memory import MemoryStore
 from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, Unreadable
-from agentlog.store.sqlite import SqliteStore
 from agentlog.store.urls import open_store
 from agentlog.store.writer import LiveSession
 from agentlog.surface import (
@@ -60,7 +59,6 @@ from agentlog.surface import (
     is_replacement_surface_event,
     is_surface_event,
 )
-from agentlog.upgrade import UpgradeCheck, check_upgrade
 
 if TYPE_CHECKING:
     from agentlog.audit import AuditCheck, AuditReport, audit_session
@@ -77,6 +75,8 @@ if TYPE_CHECKING:
     from agentlog.exporters import export as export_session
     from agentlog.importers import IMPORTERS, Imported, SourceFile, save_imported
     from agentlog.store.postgres import PostgresStore
+    from agentlog.store.sqlite import SqliteStore
+    from agentlog.upgrade import UpgradeCheck, check_upgrade
 
 __version__ = "0.1.0"
 
@@ -108,10 +108,13 @@ _LAZY: dict[str, tuple[str, str]] = {
     "SourceFile": ("agentlog.importers", "SourceFile"),
     "save_imported": ("agentlog.importers", "save_imported"),
     "PostgresStore": ("agentlog.store.postgres", "PostgresStore"),
+    "SqliteStore": ("agentlog.store.sqlite", "SqliteStore"),
+    "UpgradeCheck": ("agentlog.upgrade", "UpgradeCheck"),
+    "check_upgrade": ("agentlog.upgrade", "check_upgrade"),
 }
-"""Public names loaded on first access, as (module, attribute): compaction, audit, import and
-export load their modules (and asyncio) only when used, so ``import agentlog`` stays light;
-``PostgresStore`` needs the ``postgres`` extra."""
+"""Public names loaded on first access, as (module, attribute): compaction, audit, import,
+export, upgrade checks and the database stores load their modules (and asyncio, sqlite3) only
+when used, so ``import agentlog`` stays light; ``PostgresStore`` needs the ``postgres`` extra."""
 
 
 def __getattr__(name: str) -> object:
