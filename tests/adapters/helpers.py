@@ -8,7 +8,8 @@ from typing import Any
 import openai
 
 from agentlog import Session, thaw
-from agentlog.events import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TURN_END
+from agentlog.compaction.pairing import PairingIndex
+from agentlog.events import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_RESULT, TURN_END
 from agentlog.recorder import Step
 from tests.adapters.server import Provider
 
@@ -50,3 +51,19 @@ def run_tools(step: Step) -> None:
             step.tool_call(block["id"], block["name"], block["arguments"])
             path = json.loads(block["arguments"])["path"]
             step.tool_result(block["id"], f"output of {block['name']} {path}")
+
+
+def assert_tool_pairs_hold(session: Session) -> None:
+    """The surface passes the spec's tool-pairing balance, and (stricter) each result answers an open call."""
+    nodes = list(session.surface.nodes)
+    PairingIndex().refresh(nodes, 0, lambda seq: session.events[seq])  # raises "no matching tool-call"
+    open_calls: set[str] = set()
+    for seq in nodes:
+        event = session.events[seq]
+        if event.type == ASSISTANT_MESSAGE:
+            open_calls.update(block["id"] for block in event.data["message"]["content"]
+                              if block.get("type") == "tool-call")
+        elif event.type == TOOL_RESULT:
+            call_id = event.data["message"]["source"]["callId"]
+            assert call_id in open_calls, f"tool/result at seq {seq} answers {call_id}, which is not open"
+            open_calls.discard(call_id)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from agentlog import InvalidEventError, Recorder, Session, check_invariants, thaw
 from agentlog.adapters.common import tool_calls
-from agentlog.adapters.responses_events import responses_events
+from agentlog.adapters.responses_events import responses_events, unanswered_calls
 from agentlog.adapters.responses_items import (
     OPAQUE,
     REPLAY_KEY,
@@ -22,6 +22,7 @@ from agentlog.adapters.responses_items import (
     to_responses_input,
 )
 from agentlog.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE
+from tests.adapters.helpers import assert_tool_pairs_hold
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 IDS = st.sampled_from(["call_a", "call_b", "call_c", "call_d"])
@@ -92,7 +93,8 @@ def logged(items: list[Any], session: Session | None = None) -> Session:
     """``items`` appended to a (new) session as the events ``responses_events`` gives."""
     session = session or Session.create("items")
     last_turn = max((e.data["turn"] for e in session.events if e.type == "turn/end"), default=0)
-    for event in responses_events(items, seq=session.seq, turn=last_turn + 1):
+    open_calls = unanswered_calls(session.derive_messages())
+    for event in responses_events(items, seq=session.seq, turn=last_turn + 1, open_calls=open_calls):
         session.append(event["type"], event["data"], surface_op=event.get("surfaceOp"),
                        source_event_seqs=event.get("sourceEventSeqs"))
     return session
@@ -116,6 +118,16 @@ def test_items_added_in_batches_read_back_as_one_list(batches: list[list[Any]]) 
         logged(batch, session)
     check_invariants(session.events)
     assert messages_to_items(session.derive_messages()) == [item for batch in batches for item in batch]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(ITEMS, min_size=1, max_size=4))
+def test_the_surface_keeps_tool_pairs_whatever_outputs_arrive(batches: list[list[Any]]) -> None:
+    session = Session.create("items")
+    for batch in batches:  # outputs of calls never seen, answered already or in an earlier batch
+        logged(batch, session)
+    assert_tool_pairs_hold(session)
+    check_invariants(session.events)
 
 
 @settings(max_examples=300, deadline=None)
@@ -170,7 +182,7 @@ def test_an_output_whose_call_came_in_an_earlier_batch_gets_a_step_of_its_own() 
                       {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}])
     logged([{"type": "function_call_output", "call_id": "c", "output": "ok"}], session)
     call = [e for e in session.events if e.type == TOOL_CALL][-1]
-    assert thaw(call.data) == {"turn": 2, "step": 1, "callId": "c", "name": "function_call", "arguments": ""}
+    assert thaw(call.data) == {"turn": 2, "step": 1, "callId": "c", "name": "f", "arguments": "{}"}
     check_invariants(session.events)
 
 

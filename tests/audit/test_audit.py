@@ -203,3 +203,20 @@ def test_an_imported_claude_code_session_with_a_compaction_is_audited(
     assert drift == ["working directory /home/USER/projects/spotter-worktrees/spotter-dov no longer exists"]
     assert not report.clean  # the recorded cwd is gone (and the transcript holds .env-style secrets)
     assert files_of(tmp_path / "store") == before  # auditing never writes
+
+
+def test_an_output_logged_after_its_call_was_popped_still_answers_the_call() -> None:
+    """The Agents SDK adapter logs such an output as a tool-sourced user/message; the call has its result."""
+    import asyncio
+
+    from agentlog.adapters.openai_agents import AgentlogSession
+
+    session = AgentlogSession("popped", "memory:")
+    call = {"type": "function_call", "call_id": "call_1", "name": "ls", "arguments": "{}"}
+    asyncio.run(session.add_items([{"role": "user", "content": "list"}, call]))
+    asyncio.run(session.pop_item())
+    asyncio.run(session.add_items([{"type": "function_call_output", "call_id": "call_1", "output": "a.py"}]))
+    live = session.live.session
+    report = audit_log(live.header, live.events)
+    session.close()
+    assert report.check("tool-results").status == "ok", problems(report)

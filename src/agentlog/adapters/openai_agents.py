@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
-from agentlog.adapters.responses_events import responses_events
+from agentlog.adapters.responses_events import responses_events, unanswered_calls
 from agentlog.adapters.responses_items import REPLAY_KEY, items_of_message, split_items
 from agentlog.errors import MissingExtraError, SessionNotFoundError, UsageError
 from agentlog.events import (
@@ -156,11 +156,8 @@ class AgentlogSession:
     # -- logging -----------------------------------------------------------------------------
 
     def _append_items(self, session: Session, items: Any) -> None:
-        calls = {block["id"]: (block.get("name", ""), block.get("arguments", ""))
-                 for message in session.derive_messages() if message.get("role") == "assistant"
-                 for block in message.get("content") or () if block.get("type") == "tool-call"}
         events = responses_events(items, seq=session.seq, turn=_next_turn(session), provider=self._provider,
-                                  model=self._model, calls=calls)
+                                  model=self._model, open_calls=unanswered_calls(session.derive_messages()))
         _append(session, events)
 
     def _pop(self, session: Session) -> Any | None:

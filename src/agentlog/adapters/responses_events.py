@@ -3,14 +3,16 @@
 The inverse of ``messages_to_items``: each user-side item becomes a ``user/message`` (a new
 turn once the model has spoken), each run of model-side items one ``assistant/message`` in
 its own step, each tool output a ``tool/call`` + ``tool/result`` pair (in the step of its
-call, else in a step of its own). Every message keeps its item shells, so deriving the
-messages back and calling ``messages_to_items`` gives the items unchanged.
+call, else in a step of its own). An output whose call is not open (popped, cleared, answered
+already, never seen) is a ``user/message`` with the tool's source instead: a ``tool/result``
+there would break the surface's tool pairing. Every message keeps its item shells, so deriving
+the messages back and calling ``messages_to_items`` gives the items unchanged.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from agentlog.adapters.responses_items import REPLAY_KEY, item_side, split_item, split_items
@@ -28,18 +30,18 @@ from agentlog.events import (
 from agentlog.header import now_ms
 from agentlog.jsonvalue import freeze
 
-__all__ = ["ItemEvents", "responses_events"]
+__all__ = ["ItemEvents", "responses_events", "unanswered_calls"]
 
 
 class ItemEvents:
     """Wire events for items, continuing a log at ``seq`` whose next turn number is ``turn``."""
 
     def __init__(self, *, seq: int, turn: int, time: int, provider: str, model: str,
-                 new_id: Callable[[], str], calls: Mapping[str, tuple[str, str]] | None = None) -> None:
+                 new_id: Callable[[], str], open_calls: Mapping[str, tuple[str, str]] | None = None) -> None:
         self.events: list[dict[str, Any]] = []
         self.seq, self.turn, self.time = seq, turn, time
         self.provider, self.model, self.new_id = provider, model, new_id
-        self.calls: dict[str, tuple[str, str]] = dict(calls or {})  # call id -> (name, arguments)
+        self.open: dict[str, tuple[str, str]] = dict(open_calls or {})  # unanswered: id -> (name, arguments)
         self.open_turn = False
         self.step = 0  # open step number, 0 when none
         self.steps = 0
@@ -105,7 +107,7 @@ class ItemEvents:
         blocks, shells = split_items(group)
         for block in blocks:
             if block["type"] == "tool-call":
-                self.calls[block["id"]] = (block["name"], block["arguments"])
+                self.open[block["id"]] = (block["name"], block["arguments"])
                 self.pending.add(block["id"])
         source = {"kind": "model", "provider": self.provider, "model": self.model,
                   "replayState": {REPLAY_KEY: shells}}
@@ -116,16 +118,34 @@ class ItemEvents:
     def result_item(self, item: Any) -> None:
         (block,), shell = split_item(item)
         call_id = block["toolCallId"]
-        if call_id not in self.pending:  # its call is in an earlier step (or unknown): a step of its own
+        if call_id not in self.pending:  # its call is in an earlier step (or not open): a step of its own
             self.end_step()
             self.ensure_step()
         self.pending.discard(call_id)
-        name, arguments = self.calls.get(call_id, (item["type"].removesuffix("_output"), ""))
-        call = self.emit(TOOL_CALL, self.in_step({"callId": call_id, "name": name, "arguments": arguments}))
         source = {"kind": "tool", "callId": call_id, "replayState": {REPLAY_KEY: [shell]}}
         message = {"id": self.new_id(), "role": "user", "content": [block], "source": source}
-        self.emit(TOOL_RESULT, self.in_step({"message": message}), op="append", sources=[call])
+        opened = self.open.pop(call_id, None)
+        if opened is None:  # no open call to pair with: the same message, off the tool-pairing count
+            self.emit(USER_MESSAGE, message, op="append")
+        else:
+            name, arguments = opened
+            call = self.emit(TOOL_CALL, self.in_step({"callId": call_id, "name": name,
+                                                      "arguments": arguments}))
+            self.emit(TOOL_RESULT, self.in_step({"message": message}), op="append", sources=[call])
         self.spoke = self.step_work = True
+
+
+def unanswered_calls(messages: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
+    """The tool calls of ``messages`` (a surface, in order) no result answers yet: id -> (name, arguments)."""
+    calls: dict[str, tuple[str, str]] = {}
+    for message in messages:
+        for block in message.get("content") or ():
+            kind = block.get("type")
+            if kind == "tool-call":
+                calls[block["id"]] = (block.get("name", ""), block.get("arguments", ""))
+            elif kind == "tool-result":
+                calls.pop(block.get("toolCallId"), None)
+    return calls
 
 
 def _checked(items: Sequence[Any]) -> list[Any]:
@@ -141,19 +161,20 @@ def _checked(items: Sequence[Any]) -> list[Any]:
 
 def responses_events(items: Sequence[Any], *, seq: int = 0, turn: int = 1, time: int | None = None,
                      provider: str = "openai", model: str = "unknown",
-                     calls: Mapping[str, tuple[str, str]] | None = None,
+                     open_calls: Mapping[str, tuple[str, str]] | None = None,
                      new_id: Callable[[], str] | None = None) -> list[dict[str, Any]]:
     """The wire events (``seq`` onward, turns from ``turn``) logging ``items``; every turn is closed.
 
-    ``calls`` names tool calls logged before (call id -> (name, arguments)) for outputs whose
-    call is not among ``items``; ``provider``/``model`` go in the assistant messages' source
-    (items do not say which model produced them). No item is dropped: those agentlog has no
-    block for are kept whole (see ``agentlog.adapters.responses_items``); what the events cannot
-    carry is the items' timing (one ``time`` for all) and the model of each response. Refuses a
-    non-object or non-JSON item, naming its index.
+    ``open_calls`` are the calls logged before and still unanswered (``unanswered_calls`` of the
+    surface); an output pairs with one of those or of ``items``, any other is logged as a
+    ``user/message`` with the tool's source. ``provider``/``model`` go in the assistant
+    messages' source (items do not say which model produced them). No item is dropped: those
+    agentlog has no block for are kept whole (see ``agentlog.adapters.responses_items``); what
+    the events cannot carry is the items' timing (one ``time`` for all) and the model of each
+    response. Refuses a non-object or non-JSON item, naming its index.
     """
     builder = ItemEvents(seq=seq, turn=turn, time=now_ms() if time is None else time, provider=provider,
-                         model=model, new_id=new_id or (lambda: str(uuid.uuid4())), calls=calls)
+                         model=model, new_id=new_id or (lambda: str(uuid.uuid4())), open_calls=open_calls)
     checked = _checked(items)
     group: list[Any] = []
     for item in checked:

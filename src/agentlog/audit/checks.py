@@ -74,7 +74,10 @@ def order(events: Sequence[Event]) -> AuditCheck:
 
 
 def tool_results(events: Sequence[Event], pending: int) -> AuditCheck:
-    """Every requested or started tool call has a result, or an explicit interruption."""
+    """Every requested or started tool call has a result, or an explicit interruption.
+
+    A tool-sourced ``user/message`` (an output logged after its call left the surface) is a result too.
+    """
     requested: dict[str, int] = {}
     answered: set[str] = set()
     items: list[AuditItem] = []
@@ -91,6 +94,10 @@ def tool_results(events: Sequence[Event], pending: int) -> AuditCheck:
                 what = "never started" if code == TOOL_NOT_STARTED else "outcome unknown"
                 later = " (by the repair that loading commits)" if event.seq >= len(events) - pending else ""
                 items.append(AuditItem(f"call {call_id} interrupted: {what}{later}", False, event.seq))
+        elif event.type == USER_MESSAGE and _get(event.data, "source", "kind") == "tool":
+            late = _get(event.data, "source", "callId")  # an output its call had left the surface before
+            if isinstance(late, str):
+                answered.add(late)
     for call_id, seq in requested.items():
         if call_id not in answered:
             items.append(AuditItem(f"call {call_id} has no result and no interruption", True, seq))

@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from agentlog.adapters.responses_events import responses_events
-from agentlog.adapters.responses_items import item_side, split_item
 from agentlog.bulk import gc_paused
 from agentlog.errors import AgentlogError
-from agentlog.events import REQUEST_HEADER, Event
+from agentlog.events import REQUEST_HEADER, USER_MESSAGE, Event
 from agentlog.header import SessionHeader
 from agentlog.importers.builder import Imported
 from agentlog.importers.openai_chat import content_id
@@ -28,6 +27,8 @@ __all__ = ["import_openai_responses"]
 EXPECTED: Final = ('Responses API items: a JSON list of {"type": ...} / {"role", "content"} items, '
                    'or a request body {"input": [items], "instructions", "tools", "model"}')
 PROVIDER: Final = "openai"
+ORPHAN_OUTPUT: Final = "tool output that answers no open call (kept as a user message)"
+"""The unmapped note of an output whose call is not before it, or was answered already."""
 _ROLES: Final = frozenset({"user", "assistant", "system", "developer"})
 _BODY_KEYS: Final = frozenset({"input", "instructions", "tools", "model"})
 _TOOL_KEYS: Final = frozenset({"type", "name", "description", "parameters"})
@@ -104,19 +105,6 @@ def _with_header(wire: list[dict[str, Any]], header: dict[str, Any]) -> list[dic
     return [first, logged, *(shifted(event) for event in rest)]
 
 
-def _orphans(items: list[Any]) -> int:
-    """Outputs whose call is not before them among the items (each is logged with a stand-in call)."""
-    calls: set[str] = set()
-    orphans = 0
-    for item in items:
-        side = item_side(item)
-        if side == "output":
-            calls.update(block["id"] for block in split_item(item)[0] if block.get("type") == "tool-call")
-        elif side == "result":
-            orphans += item["call_id"] not in calls
-    return orphans
-
-
 def _document(source: SourceFile) -> tuple[list[Any], Mapping[str, Any], str]:
     """The items, the request body around them (``{}`` for a bare list) and how errors name an item."""
     document = json_document(source, EXPECTED)
@@ -158,9 +146,6 @@ def _import(source: SourceFile) -> list[Imported]:
     unmapped: dict[str, int] = {}
     for key in sorted(set(body) - _BODY_KEYS):
         _count(unmapped, f"request key {key!r}")
-    orphans = _orphans(items)
-    if orphans:
-        unmapped["tool output without its call (logged with a stand-in call)"] = orphans
     named = body.get("model")
     model = named if isinstance(named, str) and named else "unknown"
     session_id = content_id("openai-responses", source.data)
@@ -168,6 +153,9 @@ def _import(source: SourceFile) -> list[Imported]:
         {"importedFrom": {"format": "openai-responses", "file": source.name}}))
     ids = itertools.count(1)
     wire = responses_events(items, time=0, provider=PROVIDER, model=model, new_id=lambda: f"i{next(ids)}")
+    orphans = sum(e["type"] == USER_MESSAGE and e["data"]["source"]["kind"] == "tool" for e in wire)
+    if orphans:
+        unmapped[ORPHAN_OUTPUT] = orphans
     wire = _with_header(wire, _request_header(body, model, unmapped))
     events = []
     for event in wire:
