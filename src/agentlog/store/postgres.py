@@ -21,7 +21,9 @@ writer gets ``ConcurrentWriterError`` and logs never interleave; a live session 
 PostgreSQL advisory lock (on the store's one lock connection) for its lifetime, so a second writer on
 any host gets ``SessionLockedError`` naming the holder's process (a cold append or repair
 takes the same lock for its one write), and the lock is released when the holder's
-connection dies. ``tail()``/``atail()`` follow a live session from
+connection dies (a live session notices at its next flush: it takes the lock back only if the
+session is still where it left it). A fork or repair whose commit reply is lost retries once
+and recognises its own commit. ``tail()``/``atail()`` follow a live session from
 another host (``LISTEN``/``NOTIFY``, re-reading by index seek). Forks reference their
 parent's prefix (O(1)); ``materialize()`` turns one into a full copy.
 
