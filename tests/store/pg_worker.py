@@ -218,10 +218,16 @@ def race_append(dsn: str, schema: str, session_id: str, tag: str) -> None:
         _say("WON", batch[-1].seq + 1)
 
 
+def crash_app(session_id: str) -> str:
+    """The ``application_name`` of a crash worker's pooled connections."""
+    return f"agentlog-test crash {session_id}"
+
+
 def crash(dsn: str, schema: str, session_id: str, turns: str) -> None:
     from agentlog.bench.workload import record_workload
     from agentlog.header import SessionHeader
 
+    os.environ["PGAPPNAME"] = crash_app(session_id)  # pool connections: the test waits for them to end
     store = _store(dsn, schema, write_delay_ms=1)
     live = store.start(SessionHeader(id=session_id, created_at=1, cwd="/work/crash"))
 

@@ -39,7 +39,7 @@ from agentlog.store.postgres_rows import decode_physical_row, encode_rows, scan_
 from agentlog.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION
 from agentlog.store.urls import open_store
 from tests.contract.logs import LogBuilder, wire
-from tests.store.pg_worker import Schema, event_digest, finish, spawn
+from tests.store.pg_worker import Schema, crash_app, event_digest, finish, spawn
 
 HEADER = SessionHeader(id="s1", created_at=1000, cwd="/work/project")
 
@@ -460,6 +460,16 @@ def _stored_turn(store: PostgresStore) -> None:
     store.append("s1", log.events)
 
 
+def _backends_gone(schema: Schema, application: str, within: float = 10.0) -> None:
+    """Wait until no server backend of ``application`` is left (a killed client's backend may
+    still finish the statement it was running, and commit it)."""
+    deadline = time.monotonic() + within
+    query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+    while schema.sql(query, (application,))[0][0]:
+        assert time.monotonic() < deadline, f"backends of {application!r} still running"
+        time.sleep(0.01)
+
+
 def _released(store: PostgresStore, session_id: str, within: float = 10.0) -> None:
     deadline = time.monotonic() + within
     while True:
@@ -575,6 +585,7 @@ def test_writer_killed_mid_batch_leaves_a_session_that_loads_repairs_and_resumes
                 acked = max(acked, int(line.split()[1]))
         worker.wait()
         assert acked > 0
+        _backends_gone(schema, crash_app(sid))  # an append in flight at the kill may still commit
         loaded = store.load(sid).events
         assert len(loaded) >= acked
         for event, reference in zip(loaded[:acked], expected[:acked], strict=True):

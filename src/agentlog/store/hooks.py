@@ -114,6 +114,11 @@ class StoreHooks(ABC):
     def _children_of(self, session_id: str) -> list[str]:
         """Ids of stored sessions whose prefix references this one."""
 
+    def _check_writer_lock(self, lock: WriterLock, state: _State,  # noqa: B027 - most locks cannot be lost
+                           batch: Sequence[Event]) -> None:
+        """Before a live session writes ``batch``: raise if its writer lock was lost under it
+        (a backend whose lock lives on a connection that can die overrides this)."""
+
     def _read_raw(self, session_id: str) -> RawArtifact | None:
         raise UsageError(f"the {self.name} store does not expose raw artifacts", session_id=session_id)
 

@@ -21,7 +21,9 @@ writer gets ``ConcurrentWriterError`` and logs never interleave; a live session 
 PostgreSQL advisory lock (on the store's one lock connection) for its lifetime, so a second writer on
 any host gets ``SessionLockedError`` naming the holder's process (a cold append or repair
 takes the same lock for its one write), and the lock is released when the holder's
-connection dies. ``tail()``/``atail()`` follow a live session from
+connection dies (a live session notices at its next flush: it takes the lock back only if the
+session is still where it left it). A fork or repair whose commit reply is lost retries once
+and recognises its own commit. ``tail()``/``atail()`` follow a live session from
 another host (``LISTEN``/``NOTIFY``, re-reading by index seek). Forks reference their
 parent's prefix (O(1)); ``materialize()`` turns one into a full copy.
 
@@ -39,7 +41,7 @@ import os
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, Final
 
@@ -51,7 +53,9 @@ from agentlog.errors import (
     AgentlogError,
     ConcurrentWriterError,
     InvalidEventError,
+    PersistenceIOError,
     SessionCorruptionError,
+    SessionExistsError,
     SessionNotFoundError,
     UsageError,
 )
@@ -65,7 +69,7 @@ from agentlog.store.group_commit import Pending, fail_all
 from agentlog.store.hooks import _State
 from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_follow import afollow, follow
-from agentlog.store.postgres_locks import AdvisoryLocks, application_name
+from agentlog.store.postgres_locks import AdvisoryLocks, SessionLock, application_name
 from agentlog.store.postgres_reads import PostgresReads, session_info
 from agentlog.store.postgres_rows import encode_columns, same_rows
 from agentlog.store.postgres_schema import SESSION_COLUMNS, Statements
@@ -77,6 +81,8 @@ __all__ = ["PostgresStore"]
 _POOL_TIMEOUT: Final = 30.0
 """Seconds an operation waits for a pooled connection before ``PersistenceIOError``."""
 _NOTIFY: Final = "SELECT pg_notify(%s, %s)"
+_NO_SEQ: Final = 2**63 - 1
+"""Past every stored seq: the end of a range read that wants every row from its start."""
 
 
 def _header_values(header: SessionHeader) -> tuple[Any, ...]:
@@ -280,48 +286,115 @@ class PostgresStore(PostgresReads):
             session_id=sid, seq=first,
         )
 
+    def _once_more_if_lost(self, sid: str, write: Callable[[psycopg.Connection[Any], bool], None]) -> None:
+        """Run ``write`` in a pooled connection; if that connection died (so whether its commit
+        landed is unknown), run it once more in a fresh one, told it is a retry so it can
+        recognise its own commit. A fork or repair keeps no queue to retry from later."""
+        with translate(sid, self.where):
+            conn: psycopg.Connection[Any] | None = None
+            try:
+                with self._pool.connection() as conn:
+                    write(conn, False)
+                return
+            except (psycopg.OperationalError, psycopg.InterfaceError):
+                if conn is None or not (conn.closed or conn.broken):
+                    raise
+            with self._pool.connection() as conn:
+                write(conn, True)
+
     def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
-        """Truncate a torn tail and append closers in one transaction, refusing a stale repair."""
+        """Truncate a torn tail and append closers in one transaction, refusing a stale repair.
+
+        A retry after a lost reply recognises its own committed repair (``_repaired``)."""
         self._ready()
         sid = header.id
-        with translate(sid, self.where), self._pool.connection() as conn, conn.transaction():
-            row = conn.execute(self._sql.lock_session, (sid,)).fetchone()
-            if row is None:
-                raise SessionNotFoundError("cannot repair: the metadata row is missing", session_id=sid)
-            cursor, revision, incarnation = row
-            if torn is not None:
-                if (incarnation, revision) != (torn.incarnation, torn.revision):
-                    raise ConcurrentWriterError("repair is stale: the session changed since it was read",
-                                                session_id=sid)
-                conn.execute(self._sql.truncate, (sid, torn.start))
-                cursor = torn.start
-            if events and events[0].seq != cursor:
-                raise ConcurrentWriterError(
-                    f"repair is stale: closer starts at seq {events[0].seq} but stored next seq is {cursor}",
-                    session_id=sid, seq=events[0].seq,
-                )
-            self._insert(conn, sid, events)
-            conn.execute(self._sql.set_cursor, (cursor + len(events), sid))
-            conn.execute(_NOTIFY, (self.channel(sid), str(cursor + len(events))))
+        seen: list[tuple[Any, ...]] = []  # the session row the first attempt locked, once read
+
+        def write(conn: psycopg.Connection[Any], retry: bool) -> None:
+            with conn.transaction():
+                row = conn.execute(self._sql.lock_session, (sid,)).fetchone()
+                if row is None:
+                    raise SessionNotFoundError("cannot repair: the metadata row is missing", session_id=sid)
+                if retry and seen and self._repaired(conn, sid, seen[0], torn, events, row):
+                    return
+                seen.append(row)
+                self._send_repair(conn, sid, row, torn, events)
+
+        self._once_more_if_lost(sid, write)
+
+    def _send_repair(self, conn: psycopg.Connection[Any], sid: str, row: tuple[Any, ...], torn: Any,
+                     events: Sequence[Event]) -> None:
+        """The repair's writes, in the caller's transaction, checked against the locked row."""
+        cursor, revision, incarnation = row
+        if torn is not None:
+            if (incarnation, revision) != (torn.incarnation, torn.revision):
+                raise ConcurrentWriterError("repair is stale: the session changed since it was read",
+                                            session_id=sid)
+            conn.execute(self._sql.truncate, (sid, torn.start))
+            cursor = torn.start
+        if events and events[0].seq != cursor:
+            raise ConcurrentWriterError(
+                f"repair is stale: closer starts at seq {events[0].seq} but stored next seq is {cursor}",
+                session_id=sid, seq=events[0].seq,
+            )
+        self._insert(conn, sid, events)
+        conn.execute(self._sql.set_cursor, (cursor + len(events), sid))
+        conn.execute(_NOTIFY, (self.channel(sid), str(cursor + len(events))))
+
+    def _repaired(self, conn: psycopg.Connection[Any], sid: str, before: tuple[Any, ...], torn: Any,
+                  events: Sequence[Event], row: tuple[Any, ...]) -> bool:
+        """Whether the locked ``row`` is this repair's own commit over ``before``: one revision
+        later, same incarnation, next seq at the repair's end and the rows from its cut on exactly
+        the rows ``events`` encode to (a different change since is refused as stale)."""
+        cut = torn.start if torn is not None else before[0]
+        if (row[0], row[1], row[2]) != (cut + len(events), before[1] + 1, before[2]):
+            return False
+        return same_rows(conn.execute(self._sql.rows, (sid, cut, _NO_SEQ)).fetchall(), events)
 
     def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
                            suffix: Sequence[Event] = ()) -> None:
-        """Materialize the child as a reference to its parent's first ``len(prefix)`` events: O(1)."""
+        """Materialize the child as a reference to its parent's first ``len(prefix)`` events: O(1).
+
+        A retry after a lost reply finds its own child (the incarnation it generated, same
+        parent, length and header) and succeeds; a child someone else created is refused."""
         if not prefix:
             return
         self._ready()
         sid, parent, length = header.id, header.parent_session, len(prefix)
         incarnation = uuid.uuid4()
-        with translate(sid, self.where), self._pool.connection() as conn, conn.transaction():
-            row = conn.execute(self._sql.share_session, (parent,)).fetchone()
-            if row is None or row[0] < length:
-                raise SessionCorruptionError(f"fork parent {parent!r} no longer holds {length} events",
-                                             session_id=sid)
-            conn.execute(self._sql.insert_session,
-                         (*_header_values(header), parent, length, length, incarnation, 1))
+
+        def write(conn: psycopg.Connection[Any], retry: bool) -> None:
+            with conn.transaction():
+                if retry and self._own_child(conn, header, length, incarnation):
+                    return
+                row = conn.execute(self._sql.share_session, (parent,)).fetchone()
+                if row is None or row[0] < length:
+                    raise SessionCorruptionError(f"fork parent {parent!r} no longer holds {length} events",
+                                                 session_id=sid)
+                conn.execute(self._sql.insert_session,
+                             (*_header_values(header), parent, length, length, incarnation, 1))
+
+        try:
+            self._once_more_if_lost(sid, write)
+        except PersistenceIOError as exc:  # twice lost: the child may exist (as ours) or not
+            exc.detail = (f"{exc.detail}; whether fork child {sid!r} was created is unknown: "
+                          "inspect it before forking again")
+            exc.args = (exc.detail,)
+            raise
         self._incarnations[sid] = incarnation
         state.materialized = True
         state.cursor = length
+
+    def _own_child(self, conn: psycopg.Connection[Any], header: SessionHeader, length: int,
+                   incarnation: uuid.UUID) -> bool:
+        """Whether the stored row of ``header.id`` is the fork child this attempt's first try
+        committed: its incarnation, parent, prefix length, untouched cursor and header."""
+        row = conn.execute(self._sql.session, (header.id,)).fetchone()
+        if row is None:
+            return False
+        info = session_info(row)
+        return (info.incarnation, info.base, info.base_length, info.next_seq, info.revision) == (
+            incarnation, header.parent_session, length, length, 1) and info.header == header
 
     def materialize(self, session_id: str) -> None:
         """Copy a by-reference fork's shared prefix into its own rows, so its parent can be deleted."""
@@ -351,6 +424,39 @@ class PostgresStore(PostgresReads):
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
         self._ready()
         return self._locks.acquire(session_id)
+
+    def _check_writer_lock(self, lock: WriterLock, state: _State, batch: Sequence[Event]) -> None:
+        """Before a live session writes: if its lock connection died (the server dropped the
+        lock), take the lock back, then keep it only when the session is still where this
+        writer left it (or holds ``batch`` as its own unseen commit); else give it back and
+        raise ``ConcurrentWriterError`` (``SessionLockedError`` while another writer holds it)."""
+        if not isinstance(lock, SessionLock) or self._locks.holds(lock):
+            return
+        sid = state.header.id
+        self._locks.retake(lock)
+        incarnation = self._incarnations.get(sid) if state.materialized else self._creating.get(sid)
+        try:
+            with translate(sid, self.where), self._pool.connection() as conn:
+                row, own = self._holds(conn, sid, batch, incarnation)
+        except BaseException:
+            self._locks.give_back(lock)
+            raise
+        if own or (row is None and not state.materialized) or (
+                row is not None and state.materialized and (row[0], row[2]) == (state.cursor, incarnation)):
+            return
+        self._locks.give_back(lock)
+        first = batch[0].seq
+        lost = "the writer lock was lost with its connection and meanwhile"
+        if row is None:
+            raise SessionNotFoundError(f"{lost} another writer deleted the session",
+                                       session_id=sid, seq=first)
+        if not state.materialized:
+            raise SessionExistsError(f"{lost} another writer created the session", session_id=sid, seq=first)
+        if row[2] != incarnation:
+            raise ConcurrentWriterError(f"{lost} another writer re-created the session",
+                                        session_id=sid, seq=first)
+        raise ConcurrentWriterError(f"{lost} another writer appended: stored next seq is {row[0]}, "
+                                    f"batch starts at {first}", session_id=sid, seq=first)
 
     def _writer_pid(self, session_id: str) -> int | None:
         self._ready()

@@ -11,6 +11,7 @@ session. Cold writes (direct appends, repairs) take the same lock for their one 
 from __future__ import annotations
 
 import os
+import select
 import socket
 import threading
 from collections.abc import Callable
@@ -67,6 +68,36 @@ def locked_error(conn: psycopg.Connection[Any], key: int, session_id: str, what:
     return SessionLockedError(f"{detail} (PostgreSQL backend {backend})", session_id=session_id, pid=pid)
 
 
+def _alive(conn: psycopg.Connection[Any]) -> bool:
+    """Whether a lock connection is still up, without a round trip when it is idle and quiet.
+
+    A server that ends a connection (``pg_terminate_backend``, a restart, a crash) sends an
+    error and closes it, so an idle lock connection with bytes waiting has been told something
+    unasked: only then does a ``SELECT 1`` decide. A peer cut off without a word (a network
+    partition) is not seen here; the server keeps its locks until its TCP keepalive ends it.
+    """
+    if conn.closed or conn.broken:
+        return False
+    try:
+        fd = conn.fileno()
+    except psycopg.Error:
+        return False
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        waiting = bool(poller.poll(0))
+    else:  # pragma: no cover - Windows
+        waiting = bool(select.select([fd], [], [], 0)[0])
+    if not waiting:
+        return True
+    try:
+        conn.execute("SELECT 1")
+    except psycopg.Error:
+        conn.close()
+        return False
+    return True
+
+
 class SessionLock(WriterLock):
     """One session's advisory lock, held on the store's lock connection until ``release()``."""
 
@@ -76,6 +107,8 @@ class SessionLock(WriterLock):
         self.session_id = session_id
         self.key = key
         self.conn: psycopg.Connection[Any] | None = conn
+        self.lost = False
+        """True while the server does not hold it for us (given back after it was lost)."""
 
     def release(self) -> None:
         conn, self.conn = self.conn, None
@@ -128,6 +161,34 @@ class AdvisoryLocks:
             with self._guard:
                 self._taking.discard(session_id)
 
+    def holds(self, lock: SessionLock) -> bool:
+        """Whether the server still holds ``lock`` for us: its connection is alive (``_alive``)."""
+        conn = lock.conn
+        return conn is not None and not lock.lost and _alive(conn)
+
+    def retake(self, lock: SessionLock) -> None:
+        """Take a lock lost with its connection again, on the (re-opened) lock connection;
+        ``SessionLockedError`` naming the holder when another writer has taken it meanwhile."""
+        with translate(lock.session_id, self._where):
+            conn = self._connection()
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock.key,)).fetchone()
+            if row is None or not row[0]:
+                raise locked_error(conn, lock.key, lock.session_id,
+                                   "cannot write: the session's writer lock was lost with its "
+                                   "connection and another writer holds it now")
+        lock.conn, lock.lost = conn, False
+
+    def give_back(self, lock: SessionLock) -> None:
+        """Unlock a retaken lock whose session moved on without us; ``lock`` stays registered
+        (``holds`` is False) until its ``release()``."""
+        conn = lock.conn
+        lock.lost = True
+        if conn is not None:
+            try:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (lock.key,))
+            except psycopg.Error:
+                conn.close()  # a dead connection has released its locks already
+
     def holder_pid(self, session_id: str) -> int | None:
         """The client pid holding the session's lock (its backend pid if it did not name itself),
         None when nobody holds it; reads ``pg_locks`` only, never tries the lock."""
@@ -139,9 +200,11 @@ class AdvisoryLocks:
         """The store's lock connection, (re)opened when missing or dead."""
         with self._guard:
             conn = self._conn
-            if conn is not None and not conn.closed and not conn.broken:
-                return conn
-            self._conn = None
+        if conn is not None and _alive(conn):
+            return conn
+        with self._guard:
+            if self._conn is conn:
+                self._conn = None
         fresh = self._connect(application_name=application_name())
         with self._guard:
             if self._conn is None and not self._closed:
@@ -157,6 +220,8 @@ class AdvisoryLocks:
         with self._guard:
             if self._held.get(lock.session_id) is lock:
                 del self._held[lock.session_id]
+        if lock.lost:
+            return  # unlocked already (``give_back``)
         try:
             conn.execute("SELECT pg_advisory_unlock(%s)", (lock.key,))
         except psycopg.Error:

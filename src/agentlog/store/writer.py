@@ -301,6 +301,7 @@ class LiveSession:
         store = self.store
         try:
             with store._serialized(self.id):
+                store._check_writer_lock(self._lock, self._state, batch)
                 if isinstance(store, GroupCommitStore):
                     store._write_grouped(self._state, batch)
                 else:
