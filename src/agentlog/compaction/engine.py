@@ -141,12 +141,12 @@ class Compactor:
             return region
         checkpoints = tuple(reversed(found))
         which = ", ".join(str(seq) for seq in checkpoints)
-        noun = "checkpoint" if len(checkpoints) == 1 else "checkpoints"
+        noun, at = ("checkpoint", "seq") if len(checkpoints) == 1 else ("checkpoints", "seqs")
         if new == 0:
-            why = (f"the span seq {region.start}..{region.end} is only the previous {noun} (seq {which}), "
+            why = (f"the span seq {region.start}..{region.end} is only the previous {noun} ({at} {which}), "
                    "with nothing new since; re-summarizing it would lose detail for no gain")
         else:
-            why = (f"the span seq {region.start}..{region.end} is the previous {noun} (seq {which}) plus "
+            why = (f"the span seq {region.start}..{region.end} is the previous {noun} ({at} {which}) plus "
                    f"{new} tokens of new material, below min_new_tokens {minimum}")
         return CompactionSkipped(session.id, why, region, checkpoints, new)
 
