@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from agentlog.compaction.fidelity_score import FidelityReport, compaction_fidelity
     from agentlog.compaction.invariants import CompactionInvariantChecker
     from agentlog.compaction.pruner import ToolResultPruner
-    from agentlog.compaction.result import CompactionResult
+    from agentlog.compaction.result import CompactionResult, CompactionSkipped
     from agentlog.compaction.summarizers import ExtractiveSummarizer, OpenAICompatibleSummarizer
     from agentlog.compaction.summary import Summarizer, SummaryRequest, SummaryResult, SyncSummarizer
     from agentlog.compaction.tokens import TokenMeter
@@ -93,6 +93,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "CompactionInvariantChecker": ("agentlog.compaction.invariants", "CompactionInvariantChecker"),
     "ToolResultPruner": ("agentlog.compaction.pruner", "ToolResultPruner"),
     "CompactionResult": ("agentlog.compaction.result", "CompactionResult"),
+    "CompactionSkipped": ("agentlog.compaction.result", "CompactionSkipped"),
     "ExtractiveSummarizer": ("agentlog.compaction.summarizers", "ExtractiveSummarizer"),
     "OpenAICompatibleSummarizer": ("agentlog.compaction.summarizers", "OpenAICompatibleSummarizer"),
     "Summarizer": ("agentlog.compaction.summary", "Summarizer"),
@@ -155,6 +156,7 @@ __all__ = [
     "CompactionError",
     "CompactionInvariantChecker",
     "CompactionResult",
+    "CompactionSkipped",
     "Compactor",
     "ConcurrentWriterError",
     "Event",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 from pathlib import Path
 
@@ -220,3 +221,66 @@ def test_an_output_logged_after_its_call_was_popped_still_answers_the_call() -> 
     report = audit_log(live.header, live.events)
     session.close()
     assert report.check("tool-results").status == "ok", problems(report)
+
+
+def test_a_pop_by_the_agents_adapter_is_not_judged_as_a_compaction(tmp_path: Path) -> None:
+    """pop_item replaces a call's result (then the call) on the surface: an SDK edit, not a compaction."""
+    import asyncio
+
+    from click.testing import CliRunner
+
+    from agentlog.adapters.openai_agents import AgentlogSession
+    from agentlog.cli.main import cli
+
+    url = f"sqlite://{tmp_path / 'agents.db'}"
+    session = AgentlogSession("popped", url)
+    call = {"type": "function_call", "call_id": "call_1", "name": "ls", "arguments": "{}"}
+    output = {"type": "function_call_output", "call_id": "call_1", "output": "a.py"}
+    asyncio.run(session.add_items([{"role": "user", "content": "list"}, call, output,
+                                   {"role": "assistant", "content": "a.py"}]))
+    for _ in range(3):  # the answer, the output, then the call: the SDK's undo of the last exchange
+        asyncio.run(session.pop_item())
+    session.close()
+    report = audit_session(open_store(url, create=False), "popped")
+    check = report.check("compaction")
+    assert check.status == "skipped", problems(report)
+    assert check.summary == "no compaction (3 other surface edits)"
+    assert report.clean, problems(report)
+    cli_json = CliRunner().invoke(cli, ["--store", url, "audit", "popped", "--json"])
+    assert cli_json.exit_code == 0, cli_json.output
+    statuses = {item["name"]: item["status"] for item in json.loads(cli_json.stdout)["checks"]}
+    assert statuses["compaction"] == "skipped"
+
+    session = AgentlogSession("popped", url)  # a real compaction afterwards is judged, and only it
+    long = "".join(f"line {n}: a listing the summary will not repeat\n" for n in range(200))
+    asyncio.run(session.add_items([{"role": "user", "content": "again"},
+                                   {"role": "assistant", "content": long},
+                                   {"role": "user", "content": "thanks"},
+                                   {"role": "assistant", "content": "ok"}]))
+    session.close()
+    with open_store(url) as store, store.open("popped") as live:
+        done = Compactor(ExtractiveSummarizer()).compact_now(live)
+    assert done is not None and done.compacted
+    report = audit_session(open_store(url, create=False), "popped")
+    check = report.check("compaction")
+    assert check.status == "ok" and check.summary == "1 replacements, tool pairs intact", problems(report)
+    last = check.items[-1].text
+    assert last == "3 surface edits not made by compaction (not judged here)"
+
+
+def test_a_pruned_tool_result_keeps_its_pair() -> None:
+    """The pruner's replace puts the call's shortened result back: no pair is split."""
+    from agentlog.compaction.pruner import ToolResultPruner
+    from agentlog.compaction.tokens import TokenMeter
+    from agentlog.recorder import Recorder
+    from tests.compaction.helpers import answer_step, new_session, tool_step
+
+    session = new_session()
+    with Recorder(session).turn() as turn:
+        tool_step(turn, "call-1", result="x" * 20_000, prompt="go")
+        pruned = ToolResultPruner().prune_session(session, TokenMeter()).pruned
+        answer_step(turn)
+    check = audit_log(session.header, session.events).check("compaction")
+    assert check.status == "ok", [item.text for item in check.items]
+    seq = pruned[0].original_seq
+    assert [item.text for item in check.items] == [f"seqs {seq}..{seq} replaced, tool pairs intact"]

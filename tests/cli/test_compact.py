@@ -64,7 +64,8 @@ def test_compact_in_a_real_process_and_a_session_with_nothing_to_compact(store_u
     before = _types(store_url, "empty")
     nothing = invoke(store_url, "compact", "empty", "--json")
     assert nothing.exit_code == 0, nothing.output
-    assert json.loads(nothing.stdout) == {"id": "empty", "compacted": False, "compaction": None}
+    assert json.loads(nothing.stdout) == {"id": "empty", "compacted": False, "newTokens": None,
+                                          "reason": "no compactable history yet", "compaction": None}
     assert "nothing to compact" in invoke(store_url, "compact", "empty").stdout
     assert _types(store_url, "empty") == before  # nothing to do: the session is not even opened
 
@@ -108,3 +109,18 @@ def test_compact_option_mistakes_are_usage_errors(tmp_path: object) -> None:
     url = f"jsonl://{tmp_path}/store"
     assert invoke(url, "compact", "x", "--llm", "http://127.0.0.1:9/v1").exit_code == 2
     assert invoke(url, "compact", "x", "--model", "m").exit_code == 2
+
+
+def test_compact_again_with_nothing_new_does_not_summarize_the_summary(store_url: str) -> None:
+    record(store_url, "long", turns=3, output=BIG)
+    first = invoke(store_url, "compact", "long", "--json")
+    assert first.exit_code == 0 and json.loads(first.stdout)["compacted"] is True, first.output
+    before = _types(store_url, "long")
+    again = invoke(store_url, "compact", "long", "--json")
+    assert again.exit_code == 0, again.output
+    shape = json.loads(again.stdout)
+    assert shape["compacted"] is False and shape["compaction"] is None
+    assert "previous checkpoint" in shape["reason"] and shape["newTokens"] == 0
+    said = invoke(store_url, "compact", "long")
+    assert said.exit_code == 0 and "nothing new to compact" in said.stdout, said.output
+    assert _types(store_url, "long") == before  # no bracket, and the session was not even opened

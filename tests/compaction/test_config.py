@@ -93,6 +93,8 @@ def test_the_summarization_pair_is_inherited_cleared_or_replaced_as_a_pair() -> 
         {"compaction_retries": -1},
         {"max_overflow_retries": 0.5},
         {"auto": "yes"},
+        {"min_new_tokens": -1},
+        {"min_new_tokens": 2.5},
         {"model_policies": (ModelPolicy("p", "m"), ModelPolicy("p", "m"))},
         {"model_policies": (ModelPolicy("p", "m", retain_ratio=0.9),)},
         {"model_policies": ({"provider": "p", "model": "m"},)},
@@ -136,6 +138,7 @@ def test_camel_case_mappings_load_and_unknown_keys_are_refused() -> None:
         }
     )
     assert config.threshold_ratio == 0.7 and config.retain_ratio is None
+    assert CompactionConfig.from_mapping({"minNewTokens": 500}).min_new_tokens == 500
     assert config.resolve("p", "m").max_overflow_retries == 0
     with pytest.raises(CompactionConfigError, match="unknown compaction config key 'contextWindow'"):
         CompactionConfig.from_mapping({"contextWindow": 1000})

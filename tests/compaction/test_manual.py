@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from agentlog import Session, SurfaceError, UsageError, thaw
+from agentlog.compaction.config import CompactionConfig
 from agentlog.compaction.engine import Compactor
 from agentlog.compaction.events import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY
 from agentlog.compaction.summary import SummaryRequest, SummaryResult
@@ -465,3 +466,48 @@ def test_manual_compaction_accepts_a_plain_session_without_flushing() -> None:
     assert run(Compactor(FixedSummarizer()).acompact_now(session)) is not None
     with pytest.raises(UsageError, match="expected a Session or a LiveSession"):
         Compactor(FixedSummarizer()).compact_now("not a session")  # type: ignore[arg-type]
+
+
+# -- re-compaction with nothing new (no summary of a summary) ----------------------------------------
+
+
+def test_recompacting_with_nothing_new_is_a_noop_that_says_why() -> None:
+    session = idle()
+    first = Compactor(FixedSummarizer(text="A long summary. " * 40)).compact_now(session)
+    assert first is not None
+    before, surface = session.seq, list(session.surface.nodes)
+    summarizer = FixedSummarizer()  # shorter: a summary of the summary would commit, losing detail
+    live = FakeLive(session)
+    again = Compactor(summarizer).compact_now(live)  # type: ignore[arg-type]
+    assert session.seq == before and list(session.surface.nodes) == surface  # the log is unchanged
+    assert summarizer.requests == [] and live.flushes == []  # the checkpoint was not re-summarized
+    assert again is not None and again.compacted is False
+    assert f"seq {first.checkpoint_seq}" in again.reason and "previous checkpoint" in again.reason
+    assert again.checkpoint_seqs == (first.checkpoint_seq,) and again.new_tokens == 0
+
+
+def test_recompacting_below_the_configured_minimum_of_new_material_is_a_noop() -> None:
+    session = idle()
+    compactor = Compactor(FixedSummarizer(), config=CompactionConfig(min_new_tokens=10_000))
+    first = compactor.compact_now(session)
+    assert first is not None and first.compacted  # no checkpoint at the head: the minimum does not apply
+    record_turn(Recorder(session), 4)
+    before = session.seq
+    skipped = compactor.compact_now(session)
+    assert skipped is not None and skipped.compacted is False and session.seq == before
+    assert 0 < skipped.new_tokens < 10_000 and "min_new_tokens 10000" in skipped.reason
+    enough = Compactor(FixedSummarizer(), config=CompactionConfig(min_new_tokens=skipped.new_tokens))
+    merged = enough.compact_now(session)
+    assert merged is not None and merged.compacted and merged.shadowed_seqs[0] == first.checkpoint_seq
+
+
+def test_automatic_paths_may_still_shrink_a_lone_checkpoint() -> None:
+    """Under pressure or overflow the shrink itself is the gain: region compaction of the checkpoint stays."""
+    session = idle()
+    first = Compactor(FixedSummarizer(text="A long summary. " * 40)).compact_now(session)
+    assert first is not None
+    compactor = Compactor(FixedSummarizer())
+    with Recorder(session).turn() as turn:
+        turn.user_message("next")
+        result = run(compactor.acompact_region(session, first.checkpoint_seq, first.checkpoint_seq))
+    assert result.compacted and result.shadowed_seqs == (first.checkpoint_seq,)

@@ -14,6 +14,7 @@ from typing import Any
 
 from agentlog.audit.environment import Environment, recorded_git
 from agentlog.audit.report import AuditCheck, AuditItem, check_of
+from agentlog.compaction.events import COMPACTION_END, COMPACTION_PRUNE, COMPACTION_START, is_checkpoint_event
 from agentlog.compaction.summarizers import to_openai_tools
 from agentlog.errors import AgentlogError, InvariantError
 from agentlog.events import (
@@ -36,7 +37,7 @@ from agentlog.redact import find_secrets, secret_paths
 from agentlog.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 from agentlog.request_header import fold_request_header
 from agentlog.store.records import Recovery
-from agentlog.surface import fold_surface
+from agentlog.surface import Replacement, fold_surface
 
 __all__ = ["compaction", "fork_lineage", "order", "restore_drift", "secrets", "tool_results", "turns"]
 
@@ -222,18 +223,45 @@ def fork_lineage(header: SessionHeader, events: Sequence[Event],
     return check_of("fork-lineage", question, items, f"a stable prefix of {header.parent_session}")
 
 
+def _compaction_replacements(events: Sequence[Event],
+                             replacements: Sequence[Replacement]) -> tuple[list[Replacement], int]:
+    """The replacements compaction made, and how many others (surface edits such as an SDK's pop) there are.
+
+    Compaction's are the checkpoints (E7), a tool result priced by the ``compaction/prune`` right
+    before it (E6), and any replace inside a ``compaction/start`` .. ``compaction/end`` bracket.
+    """
+    bracketed: set[int] = set()
+    open_bracket = False
+    for event in events:
+        if event.type in (COMPACTION_START, COMPACTION_END):
+            open_bracket = event.type == COMPACTION_START
+        elif open_bracket:
+            bracketed.add(event.seq)
+    ours = [replacement for replacement in replacements
+            if replacement.seq in bracketed or is_checkpoint_event(events[replacement.seq])
+            or (replacement.seq > 0 and events[replacement.seq - 1].type == COMPACTION_PRUNE)]
+    return ours, len(replacements) - len(ours)
+
+
 def compaction(events: Sequence[Event]) -> AuditCheck:
-    """No replacement splits a tool call from its result; the surface it leaves has no orphan result."""
+    """No compaction splits a tool call from its result; the surface it leaves has no orphan result.
+
+    Only compaction's replacements are judged: another surface edit (the Agents SDK adapter's
+    ``pop_item``/``clear_session``) may drop a call's result on purpose and is only counted.
+    """
     question = "Does every compaction keep tool calls and their results together?"
     fold = fold_surface(events)
-    if not fold.replacements:
-        return check_of("compaction", question, [], "", skipped="no compaction")
+    replacements, edits = _compaction_replacements(events, fold.replacements)
+    others = f" ({edits} other surface edit{'' if edits == 1 else 's'})" if edits else ""
+    if not replacements:
+        return check_of("compaction", question, [], "", skipped=f"no compaction{others}")
     by_seq = {event.seq: event for event in events}
     items: list[AuditItem] = []
-    for replacement in fold.replacements:
+    for replacement in replacements:
         inside = [by_seq[seq] for seq in replacement.shadowed_seqs]
-        calls = {call for event in inside for call in _calls_of(event)}
-        results = {call for event in inside if (call := _result_id(event)) is not None}
+        put = by_seq[replacement.seq]  # a pruned result puts its call's (shortened) result back
+        calls = {call for event in inside for call in _calls_of(event)} - set(_calls_of(put))
+        results = {call for event in inside if (call := _result_id(event)) is not None} - {_result_id(put)}
         split = sorted(calls ^ results)
         for call_id in split:
             side = "its call" if call_id in calls else "its result"
@@ -243,6 +271,9 @@ def compaction(events: Sequence[Event]) -> AuditCheck:
         if not split:
             items.append(AuditItem(f"seqs {replacement.start}..{replacement.end} replaced, tool pairs intact",
                                    False, replacement.seq))
+    if edits:
+        items.append(AuditItem(f"{edits} surface edit{'' if edits == 1 else 's'} not made by compaction "
+                               "(not judged here)", False))
     called: set[str] = set()
     for seq in fold.nodes:
         event = by_seq[seq]
@@ -250,7 +281,7 @@ def compaction(events: Sequence[Event]) -> AuditCheck:
         answers = _result_id(event)
         if answers is not None and answers not in called:
             items.append(AuditItem(f"the surface holds a result for {answers} without its call", True, seq))
-    ok = f"{len(fold.replacements)} replacements, tool pairs intact"
+    ok = f"{len(replacements)} replacements, tool pairs intact"
     return check_of("compaction", question, items, ok)
 
 

@@ -58,7 +58,8 @@ def _header(session_id: str) -> dict[str, Any]:
 async def _timed_compaction(compactor: Compactor, session: Session) -> tuple[float, CompactionResult | None]:
     start = time.perf_counter()
     result = await compactor.acompact_now(session)
-    return time.perf_counter() - start, result
+    elapsed = time.perf_counter() - start
+    return elapsed, result if isinstance(result, CompactionResult) else None
 
 
 def _compaction_once(reference: Sequence[Event], *, warm: bool) -> dict[str, float]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -11,6 +12,9 @@ from agentlog.cli.render import columns, console, errors, print_json, progress, 
 from agentlog.cli.sessions import recovery_json, recovery_lines
 from agentlog.compaction.summary import Summarizer
 from agentlog.errors import UsageError
+
+if TYPE_CHECKING:
+    from agentlog.compaction.result import CompactionResult, CompactionSkipped
 
 
 @click.command()
@@ -53,44 +57,63 @@ def repair(state: State, session_id: str, dry_run: bool, as_json: bool) -> None:
 @click.option("--model", default=None, metavar="MODEL", help="The model to ask (required with --llm).")
 @click.option("--api-key-env", default=None, metavar="NAME",
               help="Environment variable holding the API key (default: OPENAI_API_KEY).")
+@click.option("--min-new-tokens", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="Leave a previous checkpoint alone unless at least N tokens of new material came since.")
 @json_option
 @click.pass_obj
 @handled
 def compact(state: State, session_id: str, llm_url: str | None, model: str | None, api_key_env: str | None,
-            as_json: bool) -> None:
+            min_new_tokens: int, as_json: bool) -> None:
     """Summarize everything but the newest exchange of an idle session (nothing is deleted).
 
     Writes a compaction bracket whose checkpoint replaces the older part of what the model sees;
-    the whole log stays. A session with an interrupted turn needs agentlog repair first.
+    the whole log stays. A session with an interrupted turn needs agentlog repair first. A
+    previous checkpoint with nothing new since is left as it is (no summary of a summary).
     """
+    from agentlog.compaction.config import CompactionConfig
     from agentlog.compaction.engine import Compactor
+    from agentlog.compaction.region import Region
+    from agentlog.compaction.result import CompactionSkipped
     from agentlog.session import Session
 
     summarizer = _summarizer(llm_url, model, api_key_env)
-    compactor = Compactor(summarizer)
+    compactor = Compactor(summarizer, config=CompactionConfig(min_new_tokens=min_new_tokens))
     with state.store() as store:
         stored = store.inspect(session_id)
         if stored.recovery is not None:
             raise UsageError("the session has a torn tail or an interrupted turn: run "
                              f"agentlog repair {session_id} first", session_id=session_id)
-        result = None
-        if compactor.select_range(Session.restore(session_id, stored.events, stored.header), 0) is not None:
+        plan = compactor.manual_plan(Session.restore(session_id, stored.events, stored.header))
+        result: CompactionResult | CompactionSkipped | None = None if isinstance(plan, Region) else plan
+        if isinstance(plan, Region):
             with store.open(session_id) as live:  # opening writes: only when there is work to do
                 result = compactor.compact_now(live)
     if as_json:
-        print_json({"id": session_id, "compacted": result is not None,
-                    "compaction": None if result is None else {
-                        "id": result.compaction_id, "startSeq": result.start_seq,
-                        "checkpointSeq": result.checkpoint_seq, "endSeq": result.end_seq,
-                        "shadowedSeqs": len(result.shadowed_seqs),
-                        "shadowedTokens": result.shadowed_token_count}})
+        print_json(_compact_json(session_id, result))
         return
     if result is None:
         console.print(f"{visible(session_id)}: nothing to compact")
         return
+    if isinstance(result, CompactionSkipped):
+        console.print(f"{visible(session_id)}: nothing new to compact: {visible(result.reason)}")
+        return
     console.print(f"{visible(session_id)}: compacted {len(result.shadowed_seqs)} surface events "
                   f"(~{result.shadowed_token_count} tokens) into the checkpoint at seq "
                   f"{result.checkpoint_seq} (bracket seq {result.start_seq}..{result.end_seq})")
+
+
+def _compact_json(session_id: str, result: CompactionResult | CompactionSkipped | None) -> dict[str, Any]:
+    """``compact --json``: whether a bracket was written, else why not (``reason``, ``newTokens``)."""
+    from agentlog.compaction.result import CompactionResult
+
+    if not isinstance(result, CompactionResult):
+        return {"id": session_id, "compacted": False,
+                "reason": "no compactable history yet" if result is None else result.reason,
+                "newTokens": None if result is None else result.new_tokens, "compaction": None}
+    return {"id": session_id, "compacted": True, "reason": None, "newTokens": None, "compaction": {
+        "id": result.compaction_id, "startSeq": result.start_seq, "checkpointSeq": result.checkpoint_seq,
+        "endSeq": result.end_seq, "shadowedSeqs": len(result.shadowed_seqs),
+        "shadowedTokens": result.shadowed_token_count}}
 
 
 def _summarizer(llm_url: str | None, model: str | None, api_key_env: str | None) -> Summarizer:

@@ -154,11 +154,15 @@ class CompactionConfig:
     max_overflow_retries: int = 1
     model_policies: tuple[ModelPolicy, ...] = field(default=())
     auto: bool = True
+    min_new_tokens: int = 0
+    """Manual compaction: the least new material (tokens besides a previous checkpoint) worth
+    re-summarizing that checkpoint for; below it, or with nothing new, ``compact_now`` declines."""
 
     def __post_init__(self) -> None:
         if self.retain_ratio is None and self.retain_tokens is None:
             object.__setattr__(self, "retain_ratio", DEFAULT_RETAIN_RATIO)
         _check_common(self, "compaction config")
+        _count("compaction config: min_new_tokens", self.min_new_tokens, 0)
         if type(self.auto) is not bool:
             raise CompactionConfigError(f"auto must be a bool, got {self.auto!r}")
         policies = tuple(self.model_policies)

@@ -28,14 +28,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from agentlog.compaction.config import CompactionConfig
-from agentlog.compaction.events import (
-    error_text,
-)
+from agentlog.compaction.events import error_text, is_checkpoint_event
 from agentlog.compaction.lock import LockState, LockTracker
 from agentlog.compaction.pairing import PairingIndexes
 from agentlog.compaction.pruner import ToolResultPruner
 from agentlog.compaction.region import Region, select_compactable_range, validate_region
-from agentlog.compaction.result import CompactionResult
+from agentlog.compaction.result import CompactionResult, CompactionSkipped
 from agentlog.compaction.summary import (
     Summarizer,
     SummaryRequest,
@@ -117,16 +115,53 @@ class Compactor:
         return select_compactable_range(session.surface.nodes, measured, self._pairing.of(session),
                                         retain_tokens)
 
+    def manual_plan(self, session: Session) -> Region | CompactionSkipped | None:
+        """What ``compact_now`` would do: the span to replace, why it declines, or None (nothing to compact).
+
+        It declines when the span holds a previous checkpoint and nothing else new, or less than
+        ``config.min_new_tokens`` of it: the summary of a summary loses detail for no gain.
+        """
+        measurement = self.meter.measure(session)
+        region = self.select_range(session, 0, measurement)
+        if region is None:
+            return None
+        last = self._pairing.of(session).position(region.end)
+        log, nodes, prices = session_log(session), session.surface.nodes, measurement.nodes.prices
+        minimum = self.config.min_new_tokens
+        need, new, found = max(1, minimum), 0, []
+        for position in range(last, -1, -1):  # newest first: enough new material ends the walk early
+            seq = nodes[position]
+            if is_checkpoint_event(log[seq]):
+                found.append(seq)
+                continue
+            new += prices[position]
+            if new >= need:
+                return region
+        if not found:
+            return region
+        checkpoints = tuple(reversed(found))
+        which = ", ".join(str(seq) for seq in checkpoints)
+        noun, at = ("checkpoint", "seq") if len(checkpoints) == 1 else ("checkpoints", "seqs")
+        if new == 0:
+            why = (f"the span seq {region.start}..{region.end} is only the previous {noun} ({at} {which}), "
+                   "with nothing new since; re-summarizing it would lose detail for no gain")
+        else:
+            why = (f"the span seq {region.start}..{region.end} is the previous {noun} ({at} {which}) plus "
+                   f"{new} tokens of new material, below min_new_tokens {minimum}")
+        return CompactionSkipped(session.id, why, region, checkpoints, new)
+
     # -- entry points ----------------------------------------------------------------------------
 
     async def acompact_now(self, target: Session | LiveSession, *,
-                           command_id: str | None = None) -> CompactionResult | None:
+                           command_id: str | None = None) -> CompactionResult | CompactionSkipped | None:
         """Manual compaction of an idle session: everything but the newest unit (M1-M5).
 
         Writes a standalone ``turn: null`` bracket and, for a ``LiveSession``, flushes it. Returns
-        None (writing nothing) when there is nothing to compact. Raises ``CompactionError`` with
-        ``code`` busy, cancelled, changed, summary, commit or persistence; cancelling the awaiting
-        task re-raises ``CancelledError`` once the bracket is closed and flushed.
+        None (writing nothing) when there is nothing to compact, and ``CompactionSkipped`` (writing
+        nothing) when the span is a previous checkpoint with too little new (``manual_plan``).
+        Raises ``CompactionError`` with ``code`` busy, cancelled, changed, summary, commit or
+        persistence; cancelling the awaiting task re-raises ``CancelledError`` once the bracket is
+        closed and flushed.
         """
         session, flush = _resolve(target)
         if command_id is not None and (type(command_id) is not str or not command_id):
@@ -138,10 +173,10 @@ class Compactor:
         self._check_unlocked(session, state)
         if state.turn_open:
             raise self._open_turn_busy(session, state)
-        region = self.select_range(session, 0)
-        if region is None:
-            return None
-        return await self._transact(Plan(session, region.start, region.end, True, flush, command_id))
+        plan = self.manual_plan(session)
+        if not isinstance(plan, Region):
+            return plan
+        return await self._transact(Plan(session, plan.start, plan.end, True, flush, command_id))
 
     async def acompact_region(self, target: Session | LiveSession, start: int, end: int) -> CompactionResult:
         """Compact the positional span ``start..end`` inside the open turn (M6); raw errors."""
@@ -160,7 +195,7 @@ class Compactor:
                          session_id=session.id)
 
     def compact_now(self, target: Session | LiveSession, *,
-                    command_id: str | None = None) -> CompactionResult | None:
+                    command_id: str | None = None) -> CompactionResult | CompactionSkipped | None:
         """Blocking ``acompact_now`` (refused inside a running event loop)."""
         return _run_sync("compact_now", lambda: self.acompact_now(target, command_id=command_id))
 
