@@ -96,9 +96,10 @@ def _notes(ctx: Context, sessions: int) -> None:
              f"{sessions // PROCESSES} sessions, started together once every process has started its "
              "sessions; "
              "aggregate = all their events / (last end - first start).")
-    ctx.note(f"Resumed RSS: store.open(id) + derive_messages() of a T-turn session in a fresh process; "
-             f"peak RSS is ru_maxrss (VmHWM), 'per 1,000 events' divides the peak above the idle "
-             f"process's RSS. Logs cached in {CACHE}.")
+    ctx.note(f"Resumed RSS: store.open(id) + derive_messages() of a T-turn session, recorded durable per "
+             f"turn, in a fresh `python -c` process that imports agentlog and nothing of the bench "
+             f"(bench/resume_rss.py); peak RSS is VmHWM, idle is the RSS after `import agentlog`, "
+             f"'per 1,000 events' divides the peak above it. Logs cached in {CACHE}.")
 
 
 # -- many sessions in one process ----------------------------------------------------------------
