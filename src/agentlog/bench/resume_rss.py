@@ -14,7 +14,9 @@ from typing import Any
 
 
 def _status_bytes(field_name: str) -> int:
-    """A ``/proc/self/status`` size field in bytes (VmRSS: now; VmHWM: the peak)."""
+    """A ``/proc/self/status`` size field in bytes (VmRSS: now; VmHWM: the peak). Not the
+    runner's ``peak_rss``: importing the runner loads the harness (rich), and the first reading
+    comes before ``import agentlog``."""
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
             if line.startswith(field_name + ":"):
