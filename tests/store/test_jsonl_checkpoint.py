@@ -476,3 +476,28 @@ def test_recording_after_a_resume_writes_what_recording_after_a_full_read_writes
         files[name] = [(event.type, event.seq, event.data) for event in stored]
     assert len(files["resumed"]) > 100 and files["resumed"] == files["full"]
     same_as_full(tmp_path / "resumed", tmp_path / "work", compression, intact=True)
+
+
+def test_a_resume_keeps_long_lines_and_look_alike_objects_exactly(tmp_path: Path,
+                                                                   compression: Compression) -> None:
+    """Messages longer than one decompression read, and small objects equal in Python but not in
+    JSON (1 and true, 1 and 1.0, other key order), resume exactly as a full restore derives them."""
+    store = JsonlStore(tmp_path, compression=compression, checkpoint_bytes=0)
+    live = store.start(HEADER)
+    live.session.append("user/message", user_message("big", "x\x1b]0;title\x07\u202e" * 100_000),
+                        surface_op="append")
+    look_alikes = ({"a": 1, "b": True}, {"a": True, "b": 1}, {"b": True, "a": 1}, {"a": 1.0, "b": True})
+    for index, extra in enumerate(look_alikes):
+        message = user_message(f"m{index}", "\U0001f600", source={"kind": "user", **extra})
+        live.session.append("user/message", message, surface_op="append")
+    live.close()
+    resumed = JsonlStore(tmp_path, compression=compression).open(SID)
+    assert spans_of(resumed.session)  # resumed from the checkpoint, not read whole
+    full = JsonlStore(tmp_path, compression=compression, checkpoint_bytes=None).inspect(SID)
+    expected = Session.restore(SID, full.events, full.header).derive_messages()
+    messages = resumed.session.derive_messages()
+    assert orjson.dumps(messages) == orjson.dumps(expected)
+    assert [list(message["source"].items())[1:] for message in messages[1:]] == [
+        list(extra.items()) for extra in look_alikes]
+    assert [type(message["source"]["a"]) for message in messages[1:]] == [int, bool, int, float]
+    resumed.close()
