@@ -9,6 +9,6 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null && [ "$(id -u)" =
 fi
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
-.venv/bin/ruff check src tests examples
+.venv/bin/ruff check src tests benchmarks examples
 .venv/bin/mypy
 .venv/bin/python -m pytest "$@"

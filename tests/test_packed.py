@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from benchmarks.workload import record_workload
 
 from agentlog import (
     Compactor,
@@ -14,7 +15,6 @@ from agentlog import (
     SessionHeader,
     check_invariants,
 )
-from agentlog.bench.workload import record_workload
 from agentlog.packed import ChunkRun, resolve_entries
 from agentlog.store.codec import decode_line, decode_line_entry, encode_batch
 from agentlog.store.jsonl import JsonlStore

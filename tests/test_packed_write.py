@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks.workload import START_TIME, record_workload
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentlog import Event, InvariantError, Recorder, Session, SessionHeader, UsageError
-from agentlog.bench.workload import START_TIME, record_workload
 from agentlog.jsonvalue import MAX_SAFE_INTEGER
 from agentlog.packed import ChunkRun, LogSlice
 from agentlog.search_text import indexed_texts

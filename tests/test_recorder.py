@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
+from benchmarks.workload import workload_events
 
 from agentlog import InvalidEventError, InvariantError, Session, UsageError, thaw
-from agentlog.bench.workload import workload_events
 from agentlog.events import Event
 from agentlog.invariants import InvariantChecker, check_invariants
 from agentlog.jsonvalue import FrozenDict

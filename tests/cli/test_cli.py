@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from agentlog.cli.main import cli
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def run(store: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "AGENTLOG_STORE": f"jsonl://{store}", "COLUMNS": "200"}
@@ -88,7 +90,7 @@ def test_corrupt_session_is_reported_without_a_traceback(tmp_path: Path) -> None
     assert "error:" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("command", sorted(set(cli.commands) - {"bench"}))
+@pytest.mark.parametrize("command", sorted(cli.commands))
 def test_every_command_has_help(command: str) -> None:
     result = CliRunner().invoke(cli, [command, "--help"])
     assert result.exit_code == 0
@@ -112,10 +114,12 @@ def test_text_that_looks_like_markup_is_printed_verbatim(tmp_path: Path) -> None
     assert "[red]odd[/red]" in inspected.stdout
 
 
-def test_bench_command_is_the_benchmark_runner(tmp_path: Path) -> None:
-    result = run(tmp_path / "store", "bench", "--help")
-    assert result.returncode == 0, result.stderr
-    assert "usage:" in result.stdout and "--turns" in result.stdout
+def test_benchmarks_run_from_the_repository_not_the_cli() -> None:
+    assert "bench" not in cli.commands  # the installed package holds no benchmark code
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=REPO,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "usage:" in done.stdout and "--turns" in done.stdout
 
 
 def _two_turns(store_dir: Path) -> None:
@@ -157,8 +161,9 @@ def test_fork_materialize_and_delete(tmp_path: Path) -> None:
 
 
 def test_a_reader_that_goes_away_is_not_an_error(tmp_path: Path) -> None:
+    from benchmarks.workload import record_workload
+
     from agentlog import JsonlStore, SessionHeader
-    from agentlog.bench.workload import record_workload
 
     store = tmp_path / "store"
     with JsonlStore(store) as opened, opened.start(SessionHeader(id="big")) as live:

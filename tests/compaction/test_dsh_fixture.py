@@ -7,9 +7,9 @@ from typing import Any
 
 import orjson
 import pytest
+from benchmarks.workload import workload_events
 
 from agentlog import Session, thaw
-from agentlog.bench.workload import workload_events
 from agentlog.compaction.engine import Compactor
 from agentlog.compaction.events import CHECKPOINT_CLOSE, CHECKPOINT_OPEN, is_checkpoint
 from agentlog.compaction.invariants import check_compaction_invariants

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TypeVar
 
+from benchmarks.workload import record_workload
 from hypothesis import HealthCheck, settings
 
 from agentlog import AgentlogError, Event, Inspection, SessionNotFoundError, Store
-from agentlog.bench.workload import record_workload
 from agentlog.store.jsonl import JsonlStore
 from tests.conftest import SHARED_DATA
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks.workload import record_workload
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from agentlog.bench.workload import record_workload
 from agentlog.store.sqlite import SqliteStore
 from tests.fuzz.harness import LONG, SHORT, check_loaded, outcome, read_only_readers
 from tests.fuzz.mutations import mutated

@@ -168,7 +168,7 @@ def test_any_json_is_refused_cleanly_or_imported_into_a_log_that_exports(items: 
 
 def _work(count: int) -> tuple[collections.Counter[str], int]:
     """Python calls per function, and cyclic-GC collections, while importing ``count`` items."""
-    from agentlog.bench.importers import responses_items
+    from benchmarks.importers import responses_items
 
     source = SourceFile("r.json", orjson.dumps(responses_items(count)))
     calls: collections.Counter[str] = collections.Counter()

@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from agentlog.bench.workload import workload_events
+from benchmarks.workload import workload_events
+
 from agentlog.errors import SessionLockedError, SessionNotFoundError
 from agentlog.events import Event
 from agentlog.invariants import check_invariants

@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 from typing import Literal, cast
 
-from agentlog.bench.workload import record_workload
+from benchmarks.workload import record_workload
+
 from agentlog.header import SessionHeader
 from agentlog.store.jsonl import JsonlStore
 

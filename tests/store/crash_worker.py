@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from agentlog.bench.workload import record_workload
+from benchmarks.workload import record_workload
+
 from agentlog.header import SessionHeader
 from agentlog.store.urls import open_store
 

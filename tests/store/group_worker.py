@@ -13,7 +13,8 @@ from __future__ import annotations
 import sys
 import threading
 
-from agentlog.bench.workload import record_workload
+from benchmarks.workload import record_workload
+
 from agentlog.header import SessionHeader
 from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.urls import open_store

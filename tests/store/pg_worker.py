@@ -146,7 +146,8 @@ def _store(dsn: str, schema: str, **options: Any) -> Any:
 
 
 def record(dsn: str, schema: str, prefix: str, count: str, turns: str) -> None:
-    from agentlog.bench.workload import record_workload
+    from benchmarks.workload import record_workload
+
     from agentlog.header import SessionHeader
 
     with _store(dsn, schema, write_delay_ms=5) as store:
@@ -180,7 +181,8 @@ def hold(dsn: str, schema: str, session_id: str, mode: str = "") -> None:
 
 
 def race_open(dsn: str, schema: str, session_id: str, turns: str) -> None:
-    from agentlog.bench.workload import record_workload
+    from benchmarks.workload import record_workload
+
     from agentlog.errors import AgentlogError
 
     with _store(dsn, schema, write_delay_ms=5) as store:
@@ -224,7 +226,8 @@ def crash_app(session_id: str) -> str:
 
 
 def crash(dsn: str, schema: str, session_id: str, turns: str) -> None:
-    from agentlog.bench.workload import record_workload
+    from benchmarks.workload import record_workload
+
     from agentlog.header import SessionHeader
 
     os.environ["PGAPPNAME"] = crash_app(session_id)  # pool connections: the test waits for them to end
@@ -247,7 +250,8 @@ def bench(dsn: str, schema: str, turns: str) -> None:
     import statistics
     import time
 
-    from agentlog.bench.workload import record_workload
+    from benchmarks.workload import record_workload
+
     from agentlog.header import SessionHeader
     from agentlog.session import Session
 

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from benchmarks.workload import workload_events
 
 from agentlog import Session
-from agentlog.bench.workload import workload_events
 from agentlog.invariants import check_invariants
 from agentlog.store.urls import open_store
 from tests.store.killing import kill_after_start

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks.workload import workload_events
 
 from agentlog import ConcurrentWriterError, Session, WriteFailedError
-from agentlog.bench.workload import workload_events
 from agentlog.invariants import check_invariants
 from agentlog.jsonvalue import frozen_dict
 from agentlog.store.group_commit import GroupCommit, GroupCommitStore, Pending

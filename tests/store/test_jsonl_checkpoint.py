@@ -19,11 +19,11 @@ from typing import Any, Literal
 
 import orjson
 import pytest
+from benchmarks.workload import record_workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentlog import Event, Replace, SessionHeader
-from agentlog.bench.workload import record_workload
 from agentlog.compaction.engine import Compactor
 from agentlog.errors import AgentlogError
 from agentlog.packed import LazySpan

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
+from benchmarks.workload import record_workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentlog import Event, SessionHeader
-from agentlog.bench.workload import record_workload
 from agentlog.packed import resolve_entries
 from agentlog.store.fs import FileSystem
 from agentlog.store.jsonl import JsonlStore

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import orjson
 import pytest
+from benchmarks.workload import record_workload
 
 from agentlog import (
     Event,
@@ -32,7 +33,6 @@ from agentlog import (
     StoreError,
     UsageError,
 )
-from agentlog.bench.workload import record_workload
 from agentlog.repair import interrupted_turn_closers
 from agentlog.store.base import Store
 from agentlog.store.fs import FileSystem

@@ -18,9 +18,9 @@ from typing import Any
 
 import psycopg
 import pytest
+from benchmarks.workload import record_workload, workload_events
 
 from agentlog import Session, SessionHeader
-from agentlog.bench.workload import record_workload, workload_events
 from agentlog.errors import (
     ConcurrentWriterError,
     PersistenceIOError,

@@ -1138,7 +1138,7 @@ def test_threads_read_while_a_live_session_writes_in_the_background(stores: Stor
 
 _WRITER = """
 import sys, time
-from agentlog.bench.workload import record_workload
+from benchmarks.workload import record_workload
 from agentlog.header import SessionHeader
 from agentlog.store.urls import open_store
 
@@ -1165,7 +1165,7 @@ _CLOSERS = frozenset({"tool/result", "step/end", "turn/end"})
 
 
 def _reader_sees_valid_prefixes(db: Path, seconds: float, max_turns: int) -> None:
-    from agentlog.bench.workload import workload_events
+    from benchmarks.workload import workload_events
 
     expected = [(event.type, event.data) for event in workload_events(max_turns, seed=7)]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from benchmarks.workload import record_workload, workload_events
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentlog import Session, SessionHeader, open_store
-from agentlog.bench.workload import record_workload, workload_events
 from agentlog.packed import ChunkRun, EventsView
 from agentlog.store.records import Recovery
 from agentlog.web.chart import MAX_POINTS, pressure_chart

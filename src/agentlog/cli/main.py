@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 import orjson
 from rich.table import Table
@@ -55,18 +53,8 @@ def demo(state: State, as_json: bool) -> None:
                   f"   ·   agentlog inspect {report.child_id}")
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
-                              "help_option_names": []})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def bench(args: tuple[str, ...]) -> None:
-    """Run the benchmarks (the same as python -m agentlog.bench; see agentlog bench -h)."""
-    from agentlog.bench.__main__ import main as bench_main
-
-    sys.exit(bench_main(list(args)))
-
-
 for command in (
-    demo, bench,
+    demo,
     sessions.list_sessions, sessions.show, sessions.verify, sessions.inspect,
     lineage.fork, lineage.materialize, lineage.delete,
     upkeep.repair, upkeep.compact, upkeep.gc, upkeep.check_upgrade,

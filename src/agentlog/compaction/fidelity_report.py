@@ -1,7 +1,7 @@
 """DIAGNOSTIC: extracted-fact fidelity of Claude's and ``ExtractiveSummarizer``'s summaries.
 
 Not the evaluation: it scores with the fact extractor the extractive summarizer is built from, so
-it cannot tell a better summary from a worse one. The evaluation is ``python -m agentlog.bench
+it cannot tell a better summary from a worse one. The evaluation is ``python -m benchmarks
 fidelity`` (hand-written probes). Run ``python -m agentlog.compaction.fidelity_report
 [TRANSCRIPTS_DIR]``. Each Claude Code main
 session under ``claude-code/marot__spotter`` holds one real compaction: a ``system`` line with
@@ -301,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = run(args.transcripts or default_transcripts_dir())
     print("DIAGNOSTIC ONLY (scored with the summarizer's own fact extractor); the evaluation is "
-          "`python -m agentlog.bench fidelity`.\n")
+          "`python -m benchmarks fidelity`.\n")
     print("Cells: strict (exact or normalized) / found (strict + partial) / facts.\n")
     print(fidelity_table(results))
     if args.missing:

@@ -2,7 +2,7 @@
 
 A diagnostic: it scores with the same fact extraction the extractive summarizer is built from,
 so it shows what a summary kept of those facts, not how good the summary is (the probe-based
-evaluation in ``agentlog.bench.fidelity`` does that).
+evaluation in ``benchmarks.fidelity`` does that).
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from benchmarks.runner import Context, Options, SuiteResult
 from rich.console import Console
 
-from agentlog.bench.runner import Context, Options, SuiteResult
 from agentlog.errors import StoreError
 
 

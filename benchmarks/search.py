@@ -17,13 +17,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from agentlog.bench.runner import TIMES, Context, Figure, Stat, Suite
-from agentlog.bench.store_backends import postgres_dsn
-from agentlog.bench.workload import workload_events
 from agentlog.header import SessionHeader
 from agentlog.recorder import Recorder
 from agentlog.search import search_store
 from agentlog.store.base import Store
+from benchmarks.runner import TIMES, Context, Figure, Stat, Suite
+from benchmarks.store_backends import postgres_dsn
+from benchmarks.workload import workload_events
 
 __all__ = ["SUITE"]
 

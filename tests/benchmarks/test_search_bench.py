@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmarks.runner import Options, run_suites
+from benchmarks.search import QUERIES
 from rich.console import Console
-
-from agentlog.bench.runner import Options, run_suites
-from agentlog.bench.search import QUERIES
 
 
 def test_the_search_suite_times_the_index_against_the_scan(tmp_path: Path) -> None:

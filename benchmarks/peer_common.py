@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from agentlog.bench.runner import current_rss, directory_bytes, peak_rss
-from agentlog.bench.workload import workload_events
 from agentlog.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_END, USER_MESSAGE
 from agentlog.jsonvalue import thaw
+from benchmarks.runner import current_rss, directory_bytes, peak_rss
+from benchmarks.workload import workload_events
 
 __all__ = [
     "fork_async_peer",

@@ -50,9 +50,9 @@ __all__ = [
 ]
 
 SUITE_MODULES: Final = (
-    "agentlog.bench.core", "agentlog.bench.store", "agentlog.bench.compaction", "agentlog.bench.peers",
-    "agentlog.bench.adapters", "agentlog.bench.export", "agentlog.bench.fidelity",
-    "agentlog.bench.importers", "agentlog.bench.viewer", "agentlog.bench.search", "agentlog.bench.scale")
+    "benchmarks.core", "benchmarks.store", "benchmarks.compaction", "benchmarks.peers",
+    "benchmarks.adapters", "benchmarks.export", "benchmarks.fidelity",
+    "benchmarks.importers", "benchmarks.viewer", "benchmarks.search", "benchmarks.scale")
 """Modules that each define a module-level ``SUITE``; later suites (compaction, peers) add theirs."""
 
 REPORT_FORMAT: Final = 1
@@ -331,10 +331,19 @@ class Context:
 # -- subprocess measurements -------------------------------------------------------------------
 
 
+def child_env() -> dict[str, str]:
+    """This environment with the repository root first on ``PYTHONPATH``: ``benchmarks`` lives
+    beside the installed package, not in it, so a child finds it only through the path."""
+    root = str(Path(__file__).resolve().parent.parent)
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+
+
 def run_child(spec: Mapping[str, Any], timeout: float = 600.0) -> dict[str, Any]:
     """Run ``SUITE.child(spec)`` of ``spec["suite"]`` in a fresh interpreter; return its JSON."""
-    command = [sys.executable, "-m", "agentlog.bench", "--child", json.dumps(spec)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    command = [sys.executable, "-m", "benchmarks", "--child", json.dumps(spec)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False,
+                          env=child_env())
     if done.returncode != 0:
         raise RuntimeError(f"benchmark child {spec.get('kind')!r} exited {done.returncode}: "
                            f"{done.stderr.strip()[-2000:]}")
@@ -515,7 +524,7 @@ def run_suites(names: Sequence[str], options: Options, console: Console) -> Repo
     """Run the named suites in order, each in its own temp directory (removed afterwards)."""
     import tempfile
 
-    from agentlog.bench.machine import describe_machine, load_average
+    from benchmarks.machine import describe_machine, load_average
 
     suites = registered_suites()
     started = time.strftime("%Y-%m-%d %H:%M:%S %z")

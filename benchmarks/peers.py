@@ -6,7 +6,7 @@ zstd and SQLite stores) and by every installed peer: LangGraph (SqliteSaver, Pos
 ADK (``DatabaseSessionService`` on SQLite). Every run of every phase is a fresh subprocess
 with a wall-clock budget, so a quadratic peer cannot hang the run: a phase past the budget is
 reported as "> budget", and a size whose growth predicts it would be is not started.
-Peers install with ``pip install 'agentlog[bench]'``; missing ones are skipped, with the reason.
+Peers install with ``pip install -r benchmarks/requirements.txt``; missing ones are skipped, with the reason.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
-from agentlog.bench import peer_adk, peer_agentlog, peer_langgraph, peer_openai
-from agentlog.bench.peer_common import PeerSystem
-from agentlog.bench.runner import TIMES, Context, Figure, Stat, Suite, Target, format_value, run_child
+from benchmarks import peer_adk, peer_agentlog, peer_langgraph, peer_openai
+from benchmarks.peer_common import PeerSystem
+from benchmarks.runner import TIMES, Context, Figure, Stat, Suite, Target, format_value, run_child
 
 __all__ = [
     "DEFAULT_SYSTEMS",
@@ -148,7 +148,7 @@ def unavailable(system: PeerSystem) -> str | None:
         except (ImportError, ValueError):
             found = None
         if found is None:
-            return f"not installed ({name} is missing: pip install 'agentlog[bench]')"
+            return f"not installed ({name} is missing: pip install -r benchmarks/requirements.txt)"
     return None
 
 

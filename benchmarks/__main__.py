@@ -1,4 +1,4 @@
-"""``python -m agentlog.bench [SUITE ...]``: run benchmark suites on the standard workload.
+"""``python -m benchmarks [SUITE ...]``: run benchmark suites on the standard workload.
 
 Prints a table (rich), and optionally writes JSON (``--out``) and Markdown (``--markdown``).
 Exit status: 0 when every phase ran (missed targets are reported, not fatal), 1 when a phase
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from agentlog.bench.runner import Options, child_main, registered_suites, run_suites
+from benchmarks.runner import Options, child_main, registered_suites, run_suites
 
 __all__ = ["main"]
 
@@ -40,7 +40,7 @@ def _split(values: Sequence[str]) -> list[str]:
 
 def _parser(suites: Sequence[str], backends: Sequence[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m agentlog.bench",
+        prog="python -m benchmarks",
         description="Measure agentlog on the standard workload (bench/WORKLOAD.md): every figure is the "
                     "median of --runs runs after a discarded warm-up, beside its ratio to a physical "
                     "baseline measured in the same run and its target.",
@@ -67,7 +67,7 @@ def _parser(suites: Sequence[str], backends: Sequence[str]) -> argparse.Argument
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line, run the suites, print and write the report."""
-    from agentlog.bench.store import BACKENDS
+    from benchmarks.store import BACKENDS
 
     suites = registered_suites()
     parser = _parser(list(suites), list(BACKENDS))

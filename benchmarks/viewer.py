@@ -18,10 +18,10 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.bench.runner import TIMES, Context, Figure, Stat, Suite, Target, run_child
-from agentlog.bench.workload import record_workload
 from agentlog.header import SessionHeader
 from agentlog.store.urls import open_store
+from benchmarks.runner import TIMES, Context, Figure, Stat, Suite, Target, run_child
+from benchmarks.workload import record_workload
 
 __all__ = ["SUITE"]
 

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import orjson
 import pytest
-
-from agentlog.bench.fidelity import CANDIDATES, evaluate, fidelity_markdown, load_compactions, transcript_text
-from agentlog.bench.fidelity_cuts import load_cut_session
-from agentlog.bench.probes import (
+from benchmarks.fidelity import CANDIDATES, evaluate, fidelity_markdown, load_compactions, transcript_text
+from benchmarks.fidelity_cuts import load_cut_session
+from benchmarks.probes import (
     PROBE_CATEGORIES,
     Probe,
     load_probe_sets,
@@ -20,6 +19,7 @@ from agentlog.bench.probes import (
     score,
     windows,
 )
+
 from agentlog.compaction.tokens import Pricer
 
 PROBE_SETS_SHA256 = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from agentlog.bench.runner import Comparison, Context, Figure, format_value
-from agentlog.bench.store_backends import Backend
+from benchmarks.runner import Comparison, Context, Figure, format_value
+from benchmarks.store_backends import Backend
 
 __all__ = ["NOT_APPLICABLE", "READ_TAIL", "SIDE_BY_SIDE", "side_by_side"]
 

@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from agentlog.bench.runner import TIMES, Context, Figure, Stat, Suite, Target
 from agentlog.recorder import Recorder, Step
 from agentlog.session import Session
+from benchmarks.runner import TIMES, Context, Figure, Stat, Suite, Target
 
 __all__ = ["SUITE"]
 

@@ -29,14 +29,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
-from agentlog.bench.runner import Context, Figure, Stat, Suite, Target, run_child
-from agentlog.bench.store import BACKENDS, CWD, resolve_backends
-from agentlog.bench.store_backends import Backend, PostgresBackend
-from agentlog.bench.store_floor import json_lines, split_turns
-from agentlog.bench.workload import record_workload, workload_events
 from agentlog.header import SessionHeader
 from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.writer import LiveSession
+from benchmarks.runner import Context, Figure, Stat, Suite, Target, child_env, run_child
+from benchmarks.store import BACKENDS, CWD, resolve_backends
+from benchmarks.store_backends import Backend, PostgresBackend
+from benchmarks.store_floor import json_lines, split_turns
+from benchmarks.workload import record_workload, workload_events
 
 __all__ = ["SUITE", "child", "run"]
 
@@ -98,7 +98,7 @@ def _notes(ctx: Context, sessions: int) -> None:
              "aggregate = all their events / (last end - first start).")
     ctx.note(f"Resumed RSS: store.open(id) + derive_messages() of a T-turn session, recorded durable per "
              f"turn, in a fresh `python -c` process that imports agentlog and nothing of the bench "
-             f"(bench/resume_rss.py); peak RSS is VmHWM, idle is the RSS after `import agentlog`, "
+             f"(benchmarks/resume_rss.py); peak RSS is VmHWM, idle is the RSS after `import agentlog`, "
              f"'per 1,000 events' divides the peak above it. Logs cached in {CACHE}.")
 
 
@@ -317,8 +317,9 @@ def _processes(ctx: Context, backend: Backend, total: int) -> None:
 def _run_together(specs: Sequence[Mapping[str, Any]], gate: Path) -> list[dict[str, Any]]:
     """One child process per spec; once every one is ready (``<gate>.<seed>`` exists), create
     ``gate`` so that they start together; their JSON results."""
-    processes = [subprocess.Popen([sys.executable, "-m", "agentlog.bench", "--child", json.dumps(spec)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    processes = [subprocess.Popen([sys.executable, "-m", "benchmarks", "--child", json.dumps(spec)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=child_env())
                  for spec in specs]
     deadline = time.monotonic() + 600
     while not all(os.path.exists(f"{gate}.{spec['seed']}") for spec in specs):

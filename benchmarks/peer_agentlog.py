@@ -1,6 +1,6 @@
 """agentlog's side of the ``peers`` suite: the store suite's record + persist, load and fork.
 
-The same measurements as the store suite (``bench/store.py``), run in the peers' child
+The same measurements as the store suite (``benchmarks/store.py``), run in the peers' child
 protocol so that agentlog and every peer are timed the same way in one run.
 """
 
@@ -12,14 +12,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from agentlog.bench.peer_common import SESSION_ID, PeerSystem
-from agentlog.bench.runner import current_rss, directory_bytes, peak_rss
-from agentlog.bench.store import CWD, fork_boundary
-from agentlog.bench.workload import generation_seconds, record_workload
 from agentlog.events import TURN_END
 from agentlog.header import SessionHeader
 from agentlog.session import Session
 from agentlog.store.urls import open_store
+from benchmarks.peer_common import SESSION_ID, PeerSystem
+from benchmarks.runner import current_rss, directory_bytes, peak_rss
+from benchmarks.store import CWD, fork_boundary
+from benchmarks.workload import generation_seconds, record_workload
 
 __all__ = ["SYSTEMS", "fork", "load", "record"]
 

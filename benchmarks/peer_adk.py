@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from agentlog.bench.peer_common import (
+from benchmarks.peer_common import (
     SESSION_ID,
     PeerSystem,
     Step,
@@ -28,7 +28,7 @@ from agentlog.bench.peer_common import (
     module,
     warm_async_peer,
 )
-from agentlog.bench.runner import directory_bytes
+from benchmarks.runner import directory_bytes
 
 __all__ = ["SYSTEMS", "events_of", "fork", "load", "record"]
 

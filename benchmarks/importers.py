@@ -22,9 +22,9 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.bench.runner import TIMES, Context, Figure, Stat, Suite, Target
 from agentlog.importers import IMPORTERS, SourceFile, save_imported
 from agentlog.store.urls import open_store
+from benchmarks.runner import TIMES, Context, Figure, Stat, Suite, Target
 
 __all__ = ["SUITE"]
 
@@ -94,7 +94,7 @@ def _scaling(ctx: Context) -> None:
 def shared_data() -> Path:
     """``$AGENTLOG_SHARED_DATA``, else ``../shared/data`` beside the repository."""
     configured = os.environ.get("AGENTLOG_SHARED_DATA")
-    return Path(configured) if configured else Path(__file__).resolve().parents[3].parent / "shared" / "data"
+    return Path(configured) if configured else Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def _parse(data: bytes, jsonl: bool) -> float:

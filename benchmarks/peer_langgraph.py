@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from agentlog.bench.peer_common import (
+from benchmarks.peer_common import (
     SESSION_ID,
     PeerSystem,
     Step,
@@ -32,7 +32,7 @@ from agentlog.bench.peer_common import (
     items_per_turn,
     module,
 )
-from agentlog.bench.runner import current_rss, directory_bytes, peak_rss
+from benchmarks.runner import current_rss, directory_bytes, peak_rss
 
 __all__ = ["CHECKPOINTS_PER_TURN", "SYSTEMS", "fork", "load", "messages_of", "record"]
 

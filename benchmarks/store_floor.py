@@ -2,7 +2,7 @@
 
 ``orjson.dumps`` of the events, ``zstandard`` per turn, writing the same bytes with one fsync
 per turn, and a ``FileSystem`` that times the store's own fsyncs. Measured in the same run as
-the phases of ``bench/store.py`` so that their ratios mean something.
+the phases of ``benchmarks/store.py`` so that their ratios mean something.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from typing import Final
 import orjson
 import zstandard
 
-from agentlog.bench.runner import Context, Figure, Stat
-from agentlog.bench.store_backends import Backend
 from agentlog.errors import AgentlogError
 from agentlog.events import TURN_END, Event
 from agentlog.jsonvalue import thaw
 from agentlog.store.fs import FileSystem
+from benchmarks.runner import Context, Figure, Stat
+from benchmarks.store_backends import Backend
 
 __all__ = ["ZSTD_LEVEL", "Floor", "TimedFileSystem", "compressor", "json_lines", "measure_floor",
            "plain_content", "split_turns"]

@@ -2,7 +2,7 @@
 
 A probe is one fact a successor needs after a compaction (a constraint, an open task or the next
 step, a path, a result), written from the shadowed history alone before any summary was read,
-and stored in ``bench/data/fidelity_probes.json``. It lists groups of alternatives: it is
+and stored in ``benchmarks/data/fidelity_probes.json``. It lists groups of alternatives: it is
 recalled when one alternative of every group occurs, case-folded with markup removed, at the
 start of a word, inside one window of ``WINDOW_LINES`` consecutive non-empty lines. The
 matching shares nothing with the summarizer's own fact extraction.
@@ -96,7 +96,7 @@ class ProbeScore:
 
 def probe_file_bytes() -> bytes:
     """The probe file as shipped (its hash is pinned by a test)."""
-    return resources.files("agentlog.bench").joinpath("data/fidelity_probes.json").read_bytes()
+    return resources.files("benchmarks").joinpath("data/fidelity_probes.json").read_bytes()
 
 
 def probe_digest() -> str:

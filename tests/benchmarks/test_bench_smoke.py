@@ -17,12 +17,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from benchmarks.__main__ import main
+from benchmarks.runner import Figure, Options, Report, Stat, SuiteResult, Target, run_suites
+from benchmarks.store import READ_CALLS, resolve_backends
+from benchmarks.store_backends import POSTGRES_ENV, PostgresBackend, postgres_dsn
 from rich.console import Console
-
-from agentlog.bench.__main__ import main
-from agentlog.bench.runner import Figure, Options, Report, Stat, SuiteResult, Target, run_suites
-from agentlog.bench.store import READ_CALLS, resolve_backends
-from agentlog.bench.store_backends import POSTGRES_ENV, PostgresBackend, postgres_dsn
 
 CORE_FIGURES = {
     "baseline.dumps_us_per_event", "baseline.loads_s", "baseline.generation_s",
@@ -55,7 +54,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     scratch.mkdir()
     out, markdown = base / "report.json", base / "report.md"
     done = subprocess.run(
-        [sys.executable, "-m", "agentlog.bench", "all", "--turns", "2", "--runs", "1",
+        [sys.executable, "-m", "benchmarks", "all", "--turns", "2", "--runs", "1",
          "--backends", ",".join(BACKENDS),
          "--out", str(out), "--markdown", str(markdown), "--tmp-dir", str(scratch)],
         capture_output=True, text=True, timeout=400, check=False,
@@ -226,7 +225,7 @@ def databases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     scratch.mkdir()
     out, markdown = base / "report.json", base / "report.md"
     done = subprocess.run(
-        [sys.executable, "-m", "agentlog.bench", "store", "--turns", "2", "--runs", "1",
+        [sys.executable, "-m", "benchmarks", "store", "--turns", "2", "--runs", "1",
          "--backends", ",".join(backends), "--out", str(out), "--markdown", str(markdown),
          "--tmp-dir", str(scratch)],
         capture_output=True, text=True, timeout=400, check=False,

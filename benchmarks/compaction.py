@@ -18,8 +18,6 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.bench.runner import Context, Figure, Stat, Suite, Target
-from agentlog.bench.workload import record_workload, workload_events
 from agentlog.compaction.engine import Compactor
 from agentlog.compaction.result import CompactionResult
 from agentlog.compaction.summary import SummaryRequest, SummaryResult
@@ -28,6 +26,8 @@ from agentlog.events import STEP_START, Event
 from agentlog.jsonvalue import thaw
 from agentlog.messages import derive_event_message
 from agentlog.session import Session
+from benchmarks.runner import Context, Figure, Stat, Suite, Target
+from benchmarks.workload import record_workload, workload_events
 
 __all__ = ["SUITE", "measure_cost_per_step", "run"]
 

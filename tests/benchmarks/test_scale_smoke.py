@@ -19,7 +19,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     scratch.mkdir()
     out = base / "report.json"
     done = subprocess.run(
-        [sys.executable, "-m", "agentlog.bench", "scale", "--turns", "8", "--runs", "1", "--warmup", "0",
+        [sys.executable, "-m", "benchmarks", "scale", "--turns", "8", "--runs", "1", "--warmup", "0",
          "--backends", "sqlite,jsonl-raw", "--out", str(out), "--tmp-dir", str(scratch)],
         capture_output=True, text=True, timeout=400, check=False,
         env={**os.environ, "AGENTLOG_BENCH_CACHE": str(cache)},

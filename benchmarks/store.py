@@ -21,8 +21,13 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.bench.core import measure_generation
-from agentlog.bench.runner import (
+from agentlog.events import TURN_END, Event
+from agentlog.header import SessionHeader
+from agentlog.session import Session
+from agentlog.store.base import Store
+from agentlog.store.fs import FileSystem
+from benchmarks.core import measure_generation
+from benchmarks.runner import (
     Context,
     Figure,
     Stat,
@@ -32,8 +37,8 @@ from agentlog.bench.runner import (
     peak_rss,
     run_child,
 )
-from agentlog.bench.store_backends import Backend, Floors, JsonlBackend, PostgresBackend, SqliteBackend
-from agentlog.bench.store_floor import (
+from benchmarks.store_backends import Backend, Floors, JsonlBackend, PostgresBackend, SqliteBackend
+from benchmarks.store_floor import (
     Floor,
     TimedFileSystem,
     compressor,
@@ -41,13 +46,8 @@ from agentlog.bench.store_floor import (
     measure_floor,
     plain_content,
 )
-from agentlog.bench.store_table import READ_TAIL, side_by_side
-from agentlog.bench.workload import record_workload
-from agentlog.events import TURN_END, Event
-from agentlog.header import SessionHeader
-from agentlog.session import Session
-from agentlog.store.base import Store
-from agentlog.store.fs import FileSystem
+from benchmarks.store_table import READ_TAIL, side_by_side
+from benchmarks.workload import record_workload
 
 __all__ = [
     "BACKENDS",

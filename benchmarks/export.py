@@ -15,12 +15,12 @@ from typing import Final
 
 import orjson
 
-from agentlog.bench.runner import TIMES, Context, Figure, Stat, Suite
-from agentlog.bench.workload import workload_events
 from agentlog.events import Event
 from agentlog.exporters import export
 from agentlog.header import SessionHeader
 from agentlog.jsonvalue import thaw
+from benchmarks.runner import TIMES, Context, Figure, Stat, Suite
+from benchmarks.workload import workload_events
 
 __all__ = ["SUITE"]
 

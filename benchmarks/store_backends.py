@@ -22,9 +22,9 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.bench.runner import directory_bytes
 from agentlog.store.base import Store
 from agentlog.store.fs import FileSystem
+from benchmarks.runner import directory_bytes
 
 __all__ = [
     "POSTGRES_DSN",

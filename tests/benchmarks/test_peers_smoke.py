@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from agentlog.bench.peer_common import PeerSystem, conversation, items_per_turn
-from agentlog.bench.peers import (
+from benchmarks.peer_common import PeerSystem, conversation, items_per_turn
+from benchmarks.peers import (
     DEFAULT_SYSTEMS,
     ENV_BUDGET,
     ENV_SYSTEMS,
@@ -25,8 +24,9 @@ from agentlog.bench.peers import (
     selected_systems,
     unavailable,
 )
-from agentlog.bench.runner import Options
-from agentlog.bench.workload import workload_events
+from benchmarks.runner import Options
+from benchmarks.workload import workload_events
+
 from agentlog.jsonvalue import thaw
 from agentlog.session import Session
 
@@ -41,12 +41,12 @@ ITEMS_AT_T2 = {  # what each system stores of two turns (its record figure's not
 
 def run_cli(tmp: Path, env: dict[str, str], *extra: str) -> tuple[subprocess.CompletedProcess[str],
                                                                   dict[str, Any]]:
-    """``python -m agentlog.bench peers`` at T = 2 with ``env``; its output and JSON report."""
+    """``python -m benchmarks peers`` at T = 2 with ``env``; its output and JSON report."""
     scratch = tmp / "scratch"
     scratch.mkdir()
     out, markdown = tmp / "report.json", tmp / "report.md"
     done = subprocess.run(
-        [sys.executable, "-m", "agentlog.bench", "peers", "--turns", "2", "--runs", "1", *extra,
+        [sys.executable, "-m", "benchmarks", "peers", "--turns", "2", "--runs", "1", *extra,
          "--out", str(out), "--markdown", str(markdown), "--tmp-dir", str(scratch)],
         capture_output=True, text=True, timeout=150, check=False,
         env={key: value for key, value in os.environ.items() if not key.startswith("AGENTLOG_BENCH_")} | env,
@@ -85,7 +85,7 @@ def test_every_default_system_is_measured_or_skipped_with_its_reason(report: dic
         system = SYSTEMS[name]
         reason = skipped(report, system)
         if unavailable(system) is not None:
-            assert reason is not None and "pip install 'agentlog[bench]'" in reason, name
+            assert reason is not None and "pip install -r benchmarks/requirements.txt" in reason, name
         elif system.postgres and reason is not None:
             assert "PostgreSQL not reachable" in reason, reason
         else:
@@ -172,7 +172,7 @@ def test_a_system_whose_library_is_missing_is_unavailable_with_the_install_hint(
     missing = PeerSystem(**{**{name: getattr(system, name) for name in system.__dataclass_fields__},
                             "requires": ("agentlog_no_such_peer_module",)})
     assert unavailable(missing) == ("not installed (agentlog_no_such_peer_module is missing: "
-                                    "pip install 'agentlog[bench]')")
+                                    "pip install -r benchmarks/requirements.txt)")
     assert unavailable(SYSTEMS[REFERENCE]) is None
 
 
@@ -197,13 +197,13 @@ def test_the_peers_conversation_is_the_workload_agentlog_records() -> None:
 
 
 @pytest.mark.parametrize(("module", "function", "per_turn"), [
-    ("agentlog.bench.peer_langgraph", "messages_of", 8),
-    ("agentlog.bench.peer_openai", "items_of", 11),
-    ("agentlog.bench.peer_adk", "events_of", 8),
+    ("benchmarks.peer_langgraph", "messages_of", 8),
+    ("benchmarks.peer_openai", "items_of", 11),
+    ("benchmarks.peer_adk", "events_of", 8),
 ])
 def test_each_peer_maps_a_turn_to_its_own_records(module: str, function: str, per_turn: int) -> None:
-    names = {"agentlog.bench.peer_langgraph": "langgraph-sqlite", "agentlog.bench.peer_openai":
-             "openai-agents-sqlite", "agentlog.bench.peer_adk": "adk-sqlite"}
+    names = {"benchmarks.peer_langgraph": "langgraph-sqlite", "benchmarks.peer_openai":
+             "openai-agents-sqlite", "benchmarks.peer_adk": "adk-sqlite"}
     reason = unavailable(SYSTEMS[names[module]])
     if reason is not None:
         pytest.skip(reason)

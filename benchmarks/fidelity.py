@@ -2,7 +2,7 @@
 
 For each real Claude Code compaction in ``../shared/data`` (five spotter sessions, three
 held-out ones from other projects) and each real session cut where its context crossed a threshold
-(``cut`` sets, sized by their own budget), the hand-written probes of ``bench/data/fidelity_probes.json``
+(``cut`` sets, sized by their own budget), the hand-written probes of ``benchmarks/data/fidelity_probes.json``
 are looked up in Claude's own summary, in agentlog's summaries and in two baselines (the first and
 the last N characters of the history), every candidate at the size of Claude's summary: once at equal
 characters and once at equal tokens (the project's token meter; DeepSeek's exact tokenizer when
@@ -17,9 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from agentlog.bench.fidelity_cuts import load_cut_session
-from agentlog.bench.probes import PROBE_CATEGORIES, ProbeScore, ProbeSet, load_probe_sets, probe_digest, score
-from agentlog.bench.runner import Comparison, Context, Figure, Stat, Suite, Target
 from agentlog.compaction.config import PrunerConfig
 from agentlog.compaction.fidelity_report import (
     ClaudeCompaction,
@@ -31,6 +28,9 @@ from agentlog.compaction.reading import is_tool_result, message_texts, tool_call
 from agentlog.compaction.summarizer_extractive import ExtractiveSummarizer
 from agentlog.compaction.tokens import Pricer
 from agentlog.messages import Message
+from benchmarks.fidelity_cuts import load_cut_session
+from benchmarks.probes import PROBE_CATEGORIES, ProbeScore, ProbeSet, load_probe_sets, probe_digest, score
+from benchmarks.runner import Comparison, Context, Figure, Stat, Suite, Target
 
 __all__ = [
     "CANDIDATES", "POLICIES", "SUITE", "Candidate", "PolicyRow", "Scored", "evaluate", "fidelity_markdown",
@@ -309,7 +309,7 @@ def _run(ctx: Context) -> None:
                f"tokens: {meter}")
     labelled = tuple((c or "overall", cells) for c, cells in table_rows)
     ctx.compare(Comparison("probe recall by category", caption, columns, labelled))
-    ctx.note(f"probes: bench/data/fidelity_probes.json sha256 {probe_digest()}")
+    ctx.note(f"probes: benchmarks/data/fidelity_probes.json sha256 {probe_digest()}")
     ctx.note(fidelity_markdown(rows))
     for name in dict.fromkeys(p.group for p in probe_sets):
         sessions = {p.session for p in probe_sets if p.group == name}

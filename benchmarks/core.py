@@ -13,11 +13,11 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.bench.runner import Context, Figure, Stat, Suite, Target
-from agentlog.bench.workload import generation_seconds, record_workload, workload_events
 from agentlog.events import STEP_START, Event
 from agentlog.jsonvalue import thaw
 from agentlog.session import Session
+from benchmarks.runner import Context, Figure, Stat, Suite, Target
+from benchmarks.workload import generation_seconds, record_workload, workload_events
 
 __all__ = ["SMALL_TURNS", "SUITE", "derive_cost_per_step", "measure_generation", "record_once", "run"]
 

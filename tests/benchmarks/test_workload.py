@@ -8,9 +8,9 @@ from typing import Any
 
 import orjson
 import pytest
+from benchmarks.workload import EVENTS_PER_TURN, record_workload, workload_events, workload_header
 
 from agentlog import Session, thaw
-from agentlog.bench.workload import EVENTS_PER_TURN, record_workload, workload_events, workload_header
 from agentlog.events import Event
 from agentlog.invariants import check_invariants
 
