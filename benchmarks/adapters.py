@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from agentlog.core.session import Session
 from agentlog.recorder import Recorder, Step
-from agentlog.session import Session
 from benchmarks.runner import TIMES, Context, Figure, Stat, Suite, Target
 
 __all__ = ["SUITE"]

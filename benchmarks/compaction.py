@@ -22,10 +22,10 @@ from agentlog.compaction.engine import Compactor
 from agentlog.compaction.result import CompactionResult
 from agentlog.compaction.summary import SummaryRequest, SummaryResult
 from agentlog.compaction.tokens import TokenMeter
-from agentlog.events import STEP_START, Event
-from agentlog.jsonvalue import thaw
-from agentlog.messages import derive_event_message
-from agentlog.session import Session
+from agentlog.core.events import STEP_START, Event
+from agentlog.core.jsonvalue import thaw
+from agentlog.core.messages import derive_event_message
+from agentlog.core.session import Session
 from benchmarks.runner import Context, Figure, Stat, Suite, Target
 from benchmarks.workload import record_workload, workload_events
 

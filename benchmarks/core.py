@@ -13,9 +13,9 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.events import STEP_START, Event
-from agentlog.jsonvalue import thaw
-from agentlog.session import Session
+from agentlog.core.events import STEP_START, Event
+from agentlog.core.jsonvalue import thaw
+from agentlog.core.session import Session
 from benchmarks.runner import Context, Figure, Stat, Suite, Target
 from benchmarks.workload import generation_seconds, record_workload, workload_events
 

@@ -15,10 +15,10 @@ from typing import Final
 
 import orjson
 
-from agentlog.events import Event
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
+from agentlog.core.jsonvalue import thaw
 from agentlog.exporters import export
-from agentlog.header import SessionHeader
-from agentlog.jsonvalue import thaw
 from benchmarks.runner import TIMES, Context, Figure, Stat, Suite
 from benchmarks.workload import workload_events
 

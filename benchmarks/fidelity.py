@@ -27,7 +27,7 @@ from agentlog.compaction.pruner import prune_content
 from agentlog.compaction.reading import is_tool_result, message_texts, tool_calls
 from agentlog.compaction.summarizer_extractive import ExtractiveSummarizer
 from agentlog.compaction.tokens import Pricer
-from agentlog.messages import Message
+from agentlog.core.messages import Message
 from benchmarks.fidelity_cuts import load_cut_session
 from benchmarks.probes import PROBE_CATEGORIES, ProbeScore, ProbeSet, load_probe_sets, probe_digest, score
 from benchmarks.runner import Comparison, Context, Figure, Stat, Suite, Target

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Final
 
 from agentlog.compaction.fidelity_report import ClaudeCompaction
+from agentlog.core.session import Session
 from agentlog.importers.claude_code import import_claude_code
 from agentlog.importers.codex import import_codex
 from agentlog.importers.source import SourceFile
-from agentlog.session import Session
 
 __all__ = ["CUT_IMPORTERS", "load_cut_session"]
 

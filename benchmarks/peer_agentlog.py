@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from agentlog.events import TURN_END
-from agentlog.header import SessionHeader
-from agentlog.session import Session
+from agentlog.core.events import TURN_END
+from agentlog.core.header import SessionHeader
+from agentlog.core.session import Session
 from agentlog.store.urls import open_store
 from benchmarks.peer_common import SESSION_ID, PeerSystem
 from benchmarks.runner import current_rss, directory_bytes, peak_rss

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from agentlog.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_END, USER_MESSAGE
-from agentlog.jsonvalue import thaw
+from agentlog.core.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_END, USER_MESSAGE
+from agentlog.core.jsonvalue import thaw
 from benchmarks.runner import current_rss, directory_bytes, peak_rss
 from benchmarks.workload import workload_events
 

@@ -29,7 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
 from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.writer import LiveSession
 from benchmarks.runner import Context, Figure, Stat, Suite, Target, child_env, run_child

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
 from agentlog.recorder import Recorder
 from agentlog.search import search_store
 from agentlog.store.base import Store

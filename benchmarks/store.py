@@ -21,9 +21,9 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.events import TURN_END, Event
-from agentlog.header import SessionHeader
-from agentlog.session import Session
+from agentlog.core.events import TURN_END, Event
+from agentlog.core.header import SessionHeader
+from agentlog.core.session import Session
 from agentlog.store.base import Store
 from agentlog.store.fs import FileSystem
 from benchmarks.core import measure_generation

@@ -18,9 +18,9 @@ from typing import Final
 import orjson
 import zstandard
 
+from agentlog.core.events import TURN_END, Event
+from agentlog.core.jsonvalue import thaw
 from agentlog.errors import AgentlogError
-from agentlog.events import TURN_END, Event
-from agentlog.jsonvalue import thaw
 from agentlog.store.fs import FileSystem
 from benchmarks.runner import Context, Figure, Stat
 from benchmarks.store_backends import Backend

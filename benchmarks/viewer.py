@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
 from agentlog.store.urls import open_store
 from benchmarks.runner import TIMES, Context, Figure, Stat, Suite, Target, run_child
 from benchmarks.workload import record_workload

@@ -17,10 +17,10 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.events import Event
-from agentlog.jsonvalue import FrozenDict, freeze
+from agentlog.core.events import Event
+from agentlog.core.jsonvalue import FrozenDict, freeze
+from agentlog.core.session import Session
 from agentlog.recorder import Flush, Recorder, Step
-from agentlog.session import Session
 
 __all__ = [
     "EVENTS_PER_TURN",

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import zstandard
 
-from agentlog.events import Event
+from agentlog.core.events import Event
 from agentlog.store.codec import decode_line
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from agentlog import Event, Replace, Session
-from agentlog.jsonvalue import MAX_SAFE_INTEGER
+from agentlog.core.jsonvalue import MAX_SAFE_INTEGER
 
 # -- builders ---------------------------------------------------------------------------
 

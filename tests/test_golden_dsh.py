@@ -18,9 +18,9 @@ import pytest
 import zstandard
 
 from agentlog import Session
+from agentlog.core.events import Event
+from agentlog.core.jsonvalue import thaw
 from agentlog.errors import InvalidHeaderError
-from agentlog.events import Event
-from agentlog.jsonvalue import thaw
 from agentlog.store.codec import decode_line, encode_batch, encode_records, pack_chunk_runs
 from tests.dsh_reader import DshFile, read_dsh_file, split_zstd_frames
 

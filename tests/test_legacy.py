@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from agentlog import Event, FrozenDict, InvalidEventError, Replace, Session, SessionHeader
-from agentlog.events import KNOWN_EVENT_TYPES
-from agentlog.jsonvalue import thaw
+from agentlog.core.events import KNOWN_EVENT_TYPES
+from agentlog.core.jsonvalue import thaw
 from agentlog.legacy import STORED_EVENT_TYPES, legacy_message_id, needs_prefix, upgrade_legacy
 from tests.contract.logs import LogBuilder
 from tests.legacy_logs import (

@@ -12,11 +12,11 @@ import pytest
 from benchmarks.workload import workload_events
 
 from agentlog import InvalidEventError, InvariantError, Session, UsageError, thaw
-from agentlog.events import Event
-from agentlog.invariants import InvariantChecker, check_invariants
-from agentlog.jsonvalue import FrozenDict
+from agentlog.core.events import Event
+from agentlog.core.invariants import InvariantChecker, check_invariants
+from agentlog.core.jsonvalue import FrozenDict
+from agentlog.core.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT
 from agentlog.recorder import Recorder, llm_failure
-from agentlog.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT
 
 HEADER: dict[str, Any] = {"config": {"provider": "p", "model": "m"}}
 

@@ -5,6 +5,24 @@ The public API lives here and only here; submodules are implementation.
 
 from typing import TYPE_CHECKING
 
+from agentlog.core.events import KNOWN_EVENT_TYPES, SURFACE_TYPES, Event, Replace, SurfaceOp
+from agentlog.core.fork import fork
+from agentlog.core.header import FORMAT_VERSION, SessionHeader
+from agentlog.core.invariants import InvariantChecker, check_invariants
+from agentlog.core.jsonvalue import FrozenDict, freeze, is_json_value, thaw
+from agentlog.core.messages import Message, derive_event_message, transcript
+from agentlog.core.repair import interrupted_turn_closers
+from agentlog.core.request_header import canonical_header, fold_request_header, header_equals
+from agentlog.core.session import EventsView, Session
+from agentlog.core.surface import (
+    Replacement,
+    Surface,
+    SurfaceFold,
+    fold_surface,
+    is_append_surface_event,
+    is_replacement_surface_event,
+    is_surface_event,
+)
 from agentlog.errors import (
     AgentlogError,
     CompactionConfigError,
@@ -29,20 +47,11 @@ from agentlog.errors import (
     UsageError,
     WriteFailedError,
 )
-from agentlog.events import KNOWN_EVENT_TYPES, SURFACE_TYPES, Event, Replace, SurfaceOp
 from agentlog.follow import follow
-from agentlog.fork import fork
 from agentlog.gc import Collected, collect_garbage
-from agentlog.header import FORMAT_VERSION, SessionHeader
-from agentlog.invariants import InvariantChecker, check_invariants
-from agentlog.jsonvalue import FrozenDict, freeze, is_json_value, thaw
-from agentlog.messages import Message, derive_event_message, transcript
 from agentlog.recorder import Recorder, Step, Turn
 from agentlog.redact import SecretFinding, find_secrets, redact_text, redact_value
-from agentlog.repair import interrupted_turn_closers
-from agentlog.request_header import canonical_header, fold_request_header, header_equals
 from agentlog.search import Hit, SearchResult, search_store
-from agentlog.session import EventsView, Session
 from agentlog.stats import SessionStats, StoreStats, store_stats
 from agentlog.store.base import Store
 from agentlog.store.jsonl import JsonlStore
@@ -50,15 +59,6 @@ from agentlog.store.memory import MemoryStore
 from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, Unreadable
 from agentlog.store.urls import open_store
 from agentlog.store.writer import LiveSession
-from agentlog.surface import (
-    Replacement,
-    Surface,
-    SurfaceFold,
-    fold_surface,
-    is_append_surface_event,
-    is_replacement_surface_event,
-    is_surface_event,
-)
 
 if TYPE_CHECKING:
     from agentlog.audit import AuditCheck, AuditReport, audit_session

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentlog.events import Event
-from agentlog.header import SessionHeader
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
 from agentlog.recorder import Recorder, Step
 from agentlog.store.base import Store
 from agentlog.store.urls import open_store

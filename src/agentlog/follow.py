@@ -12,8 +12,8 @@ import os
 import time
 from collections.abc import Iterator
 
+from agentlog.core.events import Event
 from agentlog.errors import UsageError
-from agentlog.events import Event
 from agentlog.store.base import Store
 
 __all__ = ["follow", "last_events"]

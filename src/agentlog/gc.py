@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentlog.core.header import SessionHeader, now_ms
 from agentlog.errors import AgentlogError, SessionLockedError, UsageError
-from agentlog.header import SessionHeader, now_ms
 from agentlog.store.base import Store
 from agentlog.store.records import Unreadable
 

@@ -21,8 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, NoReturn, TypeVar, cast
 
-from agentlog.errors import InvalidEventError
-from agentlog.events import (
+from agentlog.core.events import (
     ASSISTANT_MESSAGE,
     KNOWN_EVENT_TYPES,
     LEGACY_STEERING,
@@ -35,8 +34,9 @@ from agentlog.events import (
     is_safe_int,
     make_event,
 )
-from agentlog.jsonvalue import freeze
-from agentlog.packed import ChunkRun, LogEntry
+from agentlog.core.jsonvalue import freeze
+from agentlog.core.packed import ChunkRun, LogEntry
+from agentlog.errors import InvalidEventError
 
 __all__ = [
     "EXAMINED_TYPES",

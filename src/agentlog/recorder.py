@@ -13,11 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
-from agentlog.aio import run, running_loop
+from agentlog.core.aio import run, running_loop
+from agentlog.core.events import STEP_START, TODO_WRITE, TURN_END, TURN_START, USER_MESSAGE, Event
+from agentlog.core.invariants import InvariantChecker
+from agentlog.core.jsonvalue import FrozenDict, freeze, frozen_dict
+from agentlog.core.session import Session
 from agentlog.errors import InvalidEventError, UsageError
-from agentlog.events import STEP_START, TODO_WRITE, TURN_END, TURN_START, USER_MESSAGE, Event
-from agentlog.invariants import InvariantChecker
-from agentlog.jsonvalue import FrozenDict, freeze, frozen_dict
 from agentlog.recorder_step import Step
 from agentlog.recorder_values import (
     CLOSED,
@@ -31,7 +32,6 @@ from agentlog.recorder_values import (
     turn_end_reason,
     user_message_data,
 )
-from agentlog.session import Session
 
 if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession

@@ -7,9 +7,8 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
-from agentlog.aio import run, running_loop
-from agentlog.errors import InvalidEventError, UsageError
-from agentlog.events import (
+from agentlog.core.aio import run, running_loop
+from agentlog.core.events import (
     ASSISTANT_CHUNK,
     ASSISTANT_MESSAGE,
     REQUEST_CONTEXT,
@@ -22,7 +21,15 @@ from agentlog.events import (
     Event,
     is_safe_int,
 )
-from agentlog.jsonvalue import FrozenDict, freeze, frozen_dict, valid_text
+from agentlog.core.jsonvalue import FrozenDict, freeze, frozen_dict, valid_text
+from agentlog.core.repair import (
+    NOT_STARTED_TEXT,
+    OUTCOME_UNKNOWN_TEXT,
+    TOOL_NOT_STARTED,
+    TOOL_OUTCOME_UNKNOWN,
+)
+from agentlog.core.request_header import canonical_header, check_request_header_shape, header_equals
+from agentlog.errors import InvalidEventError, UsageError
 from agentlog.recorder_values import (
     CLOSED,
     NEW,
@@ -37,8 +44,6 @@ from agentlog.recorder_values import (
     new_message_id,
     user_message_data,
 )
-from agentlog.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
-from agentlog.request_header import canonical_header, check_request_header_shape, header_equals
 
 if TYPE_CHECKING:
     from agentlog.recorder import Turn

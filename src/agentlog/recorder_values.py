@@ -10,17 +10,17 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
 
-from agentlog.aio import is_cancellation
+from agentlog.core.aio import is_cancellation
+from agentlog.core.events import is_safe_int
+from agentlog.core.jsonvalue import FrozenDict, freeze, frozen_dict, valid_text
 from agentlog.errors import AgentlogError, InvalidEventError
-from agentlog.events import is_safe_int
-from agentlog.jsonvalue import FrozenDict, freeze, frozen_dict, valid_text
 
 __all__ = ["CLOSED", "NEW", "OPEN", "USER_SOURCE", "check_text", "check_usage", "contain", "content_blocks",
            "frozen_object", "is_abort", "kind_tagged", "llm_failure", "located", "new_message_id",
            "turn_end_reason", "user_message_data"]
 
 if TYPE_CHECKING:
-    from agentlog.session import Session
+    from agentlog.core.session import Session
 
 
 class _Recording(Protocol):

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from agentlog.jsonvalue import dumps, thaw
+from agentlog.core.jsonvalue import dumps, thaw
 
 __all__ = [
     "KINDS", "SecretFinding", "find_secrets", "may_hold", "placeholder", "redact_text", "redact_value",

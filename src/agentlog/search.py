@@ -3,7 +3,7 @@
 ``find_in_events`` is the pure scan over one log; ``search_store`` runs it over every session a
 store lists (read-only: ``inspect`` never writes) and reports the sessions it could not read.
 A store with a search index (SQLite, PostgreSQL) first names the few stored events that may
-match; only those are scanned, so the hits are the scan's (see ``agentlog.search_text``).
+match; only those are scanned, so the hits are the scan's (see ``agentlog.core.search_text``).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from agentlog.core.events import Event
+from agentlog.core.message_text import text_of
+from agentlog.core.messages import derive_event_message
+from agentlog.core.search_text import SEARCHED_TYPES, Candidates, fold, folding_available
 from agentlog.errors import AgentlogError, UsageError
-from agentlog.events import Event
-from agentlog.message_text import text_of
-from agentlog.messages import derive_event_message
-from agentlog.search_text import SEARCHED_TYPES, Candidates, fold, folding_available
 from agentlog.store.base import Store
 from agentlog.store.records import Unreadable
 

@@ -11,8 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentlog.errors import AgentlogError
-from agentlog.events import (
+from agentlog.core.events import (
     ASSISTANT_MESSAGE,
     STEP_START,
     TOOL_CALL,
@@ -22,6 +21,7 @@ from agentlog.events import (
     USER_MESSAGE,
     Event,
 )
+from agentlog.errors import AgentlogError
 from agentlog.store.base import Store
 from agentlog.store.records import Unreadable
 

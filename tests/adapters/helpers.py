@@ -9,7 +9,7 @@ import openai
 
 from agentlog import Session, thaw
 from agentlog.compaction.pairing import PairingIndex
-from agentlog.events import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_RESULT, TURN_END
+from agentlog.core.events import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_RESULT, TURN_END
 from agentlog.recorder import Step
 from tests.adapters.server import Provider
 

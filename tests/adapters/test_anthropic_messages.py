@@ -19,8 +19,8 @@ from agentlog.adapters.anthropic_messages import (
 )
 from agentlog.adapters.openai_messages import chat_header
 from agentlog.compaction.engine import Compactor
-from agentlog.events import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TURN_END
-from agentlog.invariants import check_invariants
+from agentlog.core.events import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TURN_END
+from agentlog.core.invariants import check_invariants
 from agentlog.recorder import Step
 from tests.adapters.server import Provider, error, sse, sse_cut
 from tests.compaction.helpers import FixedSummarizer, new_session, record_turn

@@ -32,7 +32,7 @@ from agentlog import (
     transcript,
 )
 from agentlog.adapters.openai_agents import EDIT_PROVIDER, AgentlogSession
-from agentlog.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE
+from agentlog.core.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE
 from tests.adapters.helpers import assert_tool_pairs_hold
 from tests.adapters.server import Provider, json_reply, sse
 from tests.contract.conftest import StoreFactory

@@ -15,8 +15,8 @@ from openai.types.chat import ChatCompletionChunk
 from agentlog import Recorder, thaw
 from agentlog.adapters.openai_chat import achat_stream, chat_header, record_chat_stream, tool_calls
 from agentlog.compaction.engine import Compactor
-from agentlog.events import ASSISTANT_MESSAGE
-from agentlog.invariants import check_invariants
+from agentlog.core.events import ASSISTANT_MESSAGE
+from agentlog.core.invariants import check_invariants
 from tests.adapters.server import Provider, error, sse
 from tests.compaction.helpers import FixedSummarizer, new_session, record_turn
 

@@ -23,7 +23,7 @@ from agentlog.adapters.openai_responses import (
     to_responses_input,
 )
 from agentlog.compaction.engine import Compactor
-from agentlog.invariants import check_invariants
+from agentlog.core.invariants import check_invariants
 from agentlog.recorder import Step
 from tests.adapters.helpers import HTTP_ERRORS, aclient, chunks, client, messages, run_tools, turn_end
 from tests.adapters.server import Provider, error, json_reply, sse, sse_cut

@@ -21,7 +21,7 @@ from agentlog.adapters.responses_items import (
     split_items,
     to_responses_input,
 )
-from agentlog.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE
+from agentlog.core.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE
 from tests.adapters.helpers import assert_tool_pairs_hold
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)

@@ -23,8 +23,8 @@ from agentlog import JsonlStore, check_invariants
 from agentlog.agent.loop import SYSTEM_PROMPT
 from agentlog.agent.tools import TOOLS
 from agentlog.compaction.events import COMPACTION_END
-from agentlog.events import TOOL_RESULT, TURN_END
-from agentlog.repair import OUTCOME_UNKNOWN_TEXT, TOOL_OUTCOME_UNKNOWN
+from agentlog.core.events import TOOL_RESULT, TURN_END
+from agentlog.core.repair import OUTCOME_UNKNOWN_TEXT, TOOL_OUTCOME_UNKNOWN
 from tests.adapters.server import Provider, error, sse, sse_cut
 from tests.agent.blocking_agent import BLOCK
 

@@ -10,7 +10,7 @@ import pytest
 from agentlog import InvalidEventError, LiveSession, MemoryStore, Recorder, check_invariants
 from agentlog.agent.loop import ChatAgent, open_session, session_model
 from agentlog.agent.tools import FileTools
-from agentlog.events import TOOL_RESULT, TURN_END
+from agentlog.core.events import TOOL_RESULT, TURN_END
 from tests.adapters.server import Provider, sse
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from agentlog import UsageError
 from agentlog.agent.tools import TOOLS, FileTools, ToolOutput
-from agentlog.jsonvalue import freeze
+from agentlog.core.jsonvalue import freeze
 
 
 @pytest.fixture

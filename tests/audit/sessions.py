@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from agentlog import Recorder, SessionHeader, Store, open_store
+from agentlog.core.jsonvalue import freeze
 from agentlog.demo import record_turn
-from agentlog.jsonvalue import freeze
 
 REPO = Path(__file__).resolve().parents[2]
 

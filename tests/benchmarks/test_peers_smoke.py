@@ -27,8 +27,8 @@ from benchmarks.peers import (
 from benchmarks.runner import Options
 from benchmarks.workload import workload_events
 
-from agentlog.jsonvalue import thaw
-from agentlog.session import Session
+from agentlog.core.jsonvalue import thaw
+from agentlog.core.session import Session
 
 FIGURES = {"record.s", "load.s", "load_rss.mb", "fork.ms", "fork_bytes.bytes", "size.bytes"}
 ITEMS_AT_T2 = {  # what each system stores of two turns (its record figure's note)

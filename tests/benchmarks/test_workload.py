@@ -11,8 +11,8 @@ import pytest
 from benchmarks.workload import EVENTS_PER_TURN, record_workload, workload_events, workload_header
 
 from agentlog import Session, thaw
-from agentlog.events import Event
-from agentlog.invariants import check_invariants
+from agentlog.core.events import Event
+from agentlog.core.invariants import check_invariants
 
 
 def skeleton(wire: dict[str, Any]) -> tuple[Any, ...]:

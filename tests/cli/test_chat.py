@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 from agentlog import JsonlStore, check_invariants
 from agentlog.agent.loop import SYSTEM_PROMPT
 from agentlog.cli.main import cli
-from agentlog.events import TURN_END
+from agentlog.core.events import TURN_END
 from tests.adapters.server import Provider, sse
 from tests.agent.conftest import provider, root
 

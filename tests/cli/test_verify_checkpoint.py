@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from agentlog import MemoryStore, SessionHeader, SqliteStore
 from agentlog.audit import audit_session
 from agentlog.cli.main import cli
+from agentlog.core.packed import LazySpan
 from agentlog.errors import SessionCorruptionError
-from agentlog.packed import LazySpan
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.jsonl_checkpoint import (
     _read_core,

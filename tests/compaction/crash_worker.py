@@ -9,7 +9,7 @@ import asyncio
 import sys
 
 from agentlog.compaction.engine import Compactor
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
 from agentlog.recorder import Recorder
 from agentlog.store.jsonl import JsonlStore
 from tests.compaction.helpers import BlockingSummarizer, fill, record_turn

@@ -10,7 +10,7 @@ from typing import Any
 
 from agentlog import Session
 from agentlog.compaction.summary import SummaryRequest, SummaryResult
-from agentlog.events import Event
+from agentlog.core.events import Event
 from agentlog.recorder import Recorder, Turn
 
 HEADER: dict[str, Any] = {

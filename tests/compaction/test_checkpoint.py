@@ -19,7 +19,7 @@ from agentlog.compaction.fidelity_report import (
 )
 from agentlog.compaction.summarizer_extractive import ExtractiveSummarizer
 from agentlog.compaction.summary import SECTIONS
-from agentlog.jsonvalue import freeze
+from agentlog.core.jsonvalue import freeze
 from tests.compaction.test_summarizers import assistant, call, result, text, user
 
 SHOW = """○ app-x.2 · Add the review page   [● P2 · OPEN]

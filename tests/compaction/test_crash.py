@@ -14,7 +14,7 @@ from agentlog.compaction.engine import Compactor
 from agentlog.compaction.events import COMPACTION_END, COMPACTION_START
 from agentlog.compaction.invariants import CompactionInvariantChecker, check_compaction_invariants
 from agentlog.compaction.lock import scan_lock
-from agentlog.invariants import check_invariants
+from agentlog.core.invariants import check_invariants
 from agentlog.recorder import Recorder
 from agentlog.store.jsonl import JsonlStore
 from tests.compaction.helpers import FixedSummarizer, fill, record_turn

@@ -16,7 +16,7 @@ from agentlog.compaction.invariants import check_compaction_invariants
 from agentlog.compaction.lock import scan_lock
 from agentlog.compaction.tokens import TokenMeter
 from agentlog.compaction.transaction import Plan
-from agentlog.invariants import check_invariants
+from agentlog.core.invariants import check_invariants
 from tests.compaction.helpers import FixedSummarizer, run
 
 HEADER = {

@@ -21,9 +21,9 @@ from agentlog.compaction.events import (
 from agentlog.compaction.invariants import CompactionInvariantChecker, check_compaction_invariants
 from agentlog.compaction.summary import SummaryRequest
 from agentlog.compaction.tokens import TokenMeter
+from agentlog.core.events import Replace
+from agentlog.core.invariants import InvariantChecker, check_invariants
 from agentlog.errors import CompactionError
-from agentlog.events import Replace
-from agentlog.invariants import InvariantChecker, check_invariants
 from agentlog.recorder import Recorder, Turn
 from tests.compaction.helpers import (
     FailingSummarizer,

@@ -10,7 +10,7 @@ import pytest
 from agentlog import InvariantError, Session
 from agentlog.compaction.engine import Compactor
 from agentlog.compaction.invariants import CompactionInvariantChecker, check_compaction_invariants
-from agentlog.events import Replace
+from agentlog.core.events import Replace
 from tests.compaction.helpers import FailingSummarizer, FixedSummarizer, new_session, session_with_turns
 
 Build = Callable[[Session], None]

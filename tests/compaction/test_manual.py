@@ -15,8 +15,8 @@ from agentlog.compaction.engine import Compactor
 from agentlog.compaction.events import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY
 from agentlog.compaction.summary import SummaryRequest, SummaryResult
 from agentlog.compaction.tokens import Measurement, TokenMeter
+from agentlog.core.events import Replace
 from agentlog.errors import CompactionError
-from agentlog.events import Replace
 from agentlog.recorder import Recorder
 from tests.compaction.helpers import (
     BlockingSummarizer,

@@ -9,7 +9,7 @@ import pytest
 
 from agentlog import Session, SurfaceError
 from agentlog.compaction.pairing import PairingIndex, PairingIndexes
-from agentlog.events import Event, Replace
+from agentlog.core.events import Event, Replace
 from tests.compaction.helpers import new_session
 
 

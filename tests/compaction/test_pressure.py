@@ -18,8 +18,8 @@ from agentlog.compaction.pruner import ToolResultPruner
 from agentlog.compaction.region import select_compactable_range
 from agentlog.compaction.summary import SummaryRequest
 from agentlog.compaction.tokens import Measurement, TokenMeter
+from agentlog.core.invariants import InvariantChecker, check_invariants
 from agentlog.errors import CompactionError, TargetPressureConfigError
-from agentlog.invariants import InvariantChecker, check_invariants
 from agentlog.recorder import Recorder, Turn
 from tests.compaction.helpers import (
     HEADER,

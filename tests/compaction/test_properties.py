@@ -12,8 +12,8 @@ from agentlog.compaction.config import PrunerConfig
 from agentlog.compaction.engine import Compactor
 from agentlog.compaction.invariants import CompactionInvariantChecker, check_compaction_invariants
 from agentlog.compaction.pruner import ToolResultPruner
+from agentlog.core.invariants import InvariantChecker, check_invariants
 from agentlog.errors import CompactionError
-from agentlog.invariants import InvariantChecker, check_invariants
 from agentlog.recorder import Recorder, Turn
 from tests.compaction.helpers import HEADER, FixedSummarizer, new_session, pairing_problems
 

@@ -11,8 +11,8 @@ from agentlog.compaction.config import PRUNE_MARKER, PrunerConfig
 from agentlog.compaction.events import COMPACTION_PRUNE
 from agentlog.compaction.pruner import ToolResultPruner, prune_content, text_code_points
 from agentlog.compaction.tokens import Pricer
-from agentlog.events import Replace
-from agentlog.invariants import InvariantChecker, check_invariants
+from agentlog.core.events import Replace
+from agentlog.core.invariants import InvariantChecker, check_invariants
 from agentlog.recorder import Recorder
 from tests.compaction.helpers import new_session, tool_step
 

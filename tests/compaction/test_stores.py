@@ -10,9 +10,9 @@ from agentlog.compaction.invariants import check_compaction_invariants
 from agentlog.compaction.lock import scan_lock
 from agentlog.compaction.pruner import ToolResultPruner
 from agentlog.compaction.tokens import TokenMeter
+from agentlog.core.header import SessionHeader
+from agentlog.core.invariants import check_invariants
 from agentlog.errors import InvariantError
-from agentlog.header import SessionHeader
-from agentlog.invariants import check_invariants
 from agentlog.recorder import Recorder
 from tests.compaction.helpers import FixedSummarizer, compaction_events, record_turn
 from tests.contract.conftest import (  # noqa: F401 - fixtures

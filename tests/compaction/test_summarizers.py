@@ -23,8 +23,8 @@ from agentlog.compaction.summarizers import (
     to_openai_tools,
 )
 from agentlog.compaction.summary import SummaryRequest
+from agentlog.core.jsonvalue import freeze
 from agentlog.errors import MissingExtraError, SummarizerError
-from agentlog.jsonvalue import freeze
 from tests.compaction.fake_openai import FakeServer, Reply, delta, stream_of
 
 httpx = pytest.importorskip("httpx")

@@ -10,7 +10,7 @@ import pytest
 from agentlog import InvalidEventError, InvariantError, Session, thaw
 from agentlog.compaction.events import COMPACTION_PRUNE, COMPACTION_SUMMARY
 from agentlog.compaction.tokens import Pricer, TokenMeter, utf16_len
-from agentlog.events import Replace
+from agentlog.core.events import Replace
 from tests.compaction.helpers import new_session
 
 

@@ -18,7 +18,7 @@ from agentlog import (
     SessionHeader,
     UsageError,
 )
-from agentlog.jsonvalue import thaw
+from agentlog.core.jsonvalue import thaw
 from agentlog.store.base import Store
 from agentlog.store.records import Inspection
 from tests.contract.conftest import StoreFactory

@@ -15,7 +15,7 @@ from agentlog import (
     SessionHeader,
     WriteFailedError,
 )
-from agentlog.jsonvalue import frozen_dict
+from agentlog.core.jsonvalue import frozen_dict
 from tests.contract.conftest import StoreFactory
 
 LONE = "\ud800"

@@ -22,8 +22,8 @@ from agentlog import (
     StoreError,
     UsageError,
 )
+from agentlog.core.jsonvalue import thaw
 from agentlog.errors import ConcurrentWriterError, ForkError
-from agentlog.jsonvalue import thaw
 from agentlog.store.base import Store
 from agentlog.store.records import StoredLog
 from tests.contract.conftest import StoreFactory

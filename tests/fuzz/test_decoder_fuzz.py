@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentlog import AgentlogError
-from agentlog.packed import ChunkRun
+from agentlog.core.packed import ChunkRun
 from agentlog.store import codec
 from agentlog.store.jsonl_format import read_header_prefix, scan_log
 from agentlog.store.zstd_frames import decode_frame, decode_torn_frame, scan_zstd_frames

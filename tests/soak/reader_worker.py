@@ -12,10 +12,10 @@ import sys
 
 from benchmarks.workload import workload_events
 
+from agentlog.core.events import Event
+from agentlog.core.invariants import check_invariants
+from agentlog.core.repair import interrupted_turn_closers
 from agentlog.errors import SessionLockedError, SessionNotFoundError
-from agentlog.events import Event
-from agentlog.invariants import check_invariants
-from agentlog.repair import interrupted_turn_closers
 from agentlog.store.urls import open_store
 
 EXPECTED = [(event.type, event.data) for event in workload_events(40, seed=7)]

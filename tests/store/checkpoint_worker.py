@@ -11,7 +11,7 @@ from typing import Literal, cast
 
 from benchmarks.workload import record_workload
 
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
 from agentlog.store.jsonl import JsonlStore
 
 

@@ -9,7 +9,7 @@ import sys
 
 from benchmarks.workload import record_workload
 
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
 from agentlog.store.urls import open_store
 
 

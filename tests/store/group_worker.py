@@ -15,7 +15,7 @@ import threading
 
 from benchmarks.workload import record_workload
 
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
 from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.urls import open_store
 from agentlog.store.writer import LiveSession

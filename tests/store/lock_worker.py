@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from agentlog import Recorder
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
 from agentlog.store.base import Store
 from agentlog.store.urls import open_store
 from agentlog.store.writer import LiveSession

@@ -148,7 +148,7 @@ def _store(dsn: str, schema: str, **options: Any) -> Any:
 def record(dsn: str, schema: str, prefix: str, count: str, turns: str) -> None:
     from benchmarks.workload import record_workload
 
-    from agentlog.header import SessionHeader
+    from agentlog.core.header import SessionHeader
 
     with _store(dsn, schema, write_delay_ms=5) as store:
         for index in range(int(count)):
@@ -200,8 +200,8 @@ def race_open(dsn: str, schema: str, session_id: str, turns: str) -> None:
 
 
 def race_append(dsn: str, schema: str, session_id: str, tag: str) -> None:
+    from agentlog.core.session import Session
     from agentlog.errors import AgentlogError
-    from agentlog.session import Session
 
     with _store(dsn, schema) as store:
         loaded = store.load(session_id)
@@ -228,7 +228,7 @@ def crash_app(session_id: str) -> str:
 def crash(dsn: str, schema: str, session_id: str, turns: str) -> None:
     from benchmarks.workload import record_workload
 
-    from agentlog.header import SessionHeader
+    from agentlog.core.header import SessionHeader
 
     os.environ["PGAPPNAME"] = crash_app(session_id)  # pool connections: the test waits for them to end
     store = _store(dsn, schema, write_delay_ms=1)
@@ -252,8 +252,8 @@ def bench(dsn: str, schema: str, turns: str) -> None:
 
     from benchmarks.workload import record_workload
 
-    from agentlog.header import SessionHeader
-    from agentlog.session import Session
+    from agentlog.core.header import SessionHeader
+    from agentlog.core.session import Session
 
     figures: dict[str, Any] = {"turns": int(turns)}
     store = _store(dsn, schema)

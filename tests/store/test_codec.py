@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentlog.core.events import Event, make_event
+from agentlog.core.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze
 from agentlog.errors import InvalidEventError, SessionCorruptionError
-from agentlog.events import Event, make_event
-from agentlog.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze
 from agentlog.store.codec import (
     SQLITE_MAX_BYTES,
     SQLITE_MAX_MEMBERS,

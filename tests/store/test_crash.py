@@ -13,7 +13,7 @@ import pytest
 from benchmarks.workload import workload_events
 
 from agentlog import Session
-from agentlog.invariants import check_invariants
+from agentlog.core.invariants import check_invariants
 from agentlog.store.urls import open_store
 from tests.store.killing import kill_after_start
 

@@ -17,8 +17,8 @@ import pytest
 from benchmarks.workload import workload_events
 
 from agentlog import ConcurrentWriterError, Session, WriteFailedError
-from agentlog.invariants import check_invariants
-from agentlog.jsonvalue import frozen_dict
+from agentlog.core.invariants import check_invariants
+from agentlog.core.jsonvalue import frozen_dict
 from agentlog.store.group_commit import GroupCommit, GroupCommitStore, Pending
 from agentlog.store.urls import open_store
 from agentlog.store.writer import LiveSession
@@ -217,7 +217,7 @@ def test_a_group_writer_that_raises_fails_every_batch_with_its_own_error() -> No
             raise ConcurrentWriterError("the commit failed")
 
     group = GroupCommit(write)
-    from agentlog.header import SessionHeader
+    from agentlog.core.header import SessionHeader
 
     events = workload_events(1)
     items = [Pending(SessionHeader(id=f"g{index}"), events[index:index + 1], materialize=False)
@@ -290,7 +290,7 @@ def test_sigkill_mid_group_commit_loses_no_acknowledged_batch_and_tears_none(bac
 def test_up_to_parallel_groups_are_written_at_once_and_later_batches_queue_behind_them() -> None:
     """PostgreSQL commits on several connections at once: two writers, a third flush waits and
     then leads the batches queued meanwhile as one group."""
-    from agentlog.header import SessionHeader
+    from agentlog.core.header import SessionHeader
 
     release = threading.Event()
     in_flight: list[int] = []

@@ -20,7 +20,7 @@ from agentlog import (
     SessionFormatUnsupportedError,
     SessionHeader,
 )
-from agentlog.repair import interrupted_turn_closers
+from agentlog.core.repair import interrupted_turn_closers
 from agentlog.store.fs import FileSystem
 from agentlog.store.jsonl import JsonlStore
 from tests.contract.logs import LogBuilder, wire

@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 
 from agentlog import Event, Replace, SessionHeader
 from agentlog.compaction.engine import Compactor
+from agentlog.core.packed import LazySpan
+from agentlog.core.session import Session
 from agentlog.errors import AgentlogError
-from agentlog.packed import LazySpan
-from agentlog.session import Session
 from agentlog.store import jsonl_checkpoint
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.jsonl_checkpoint import CHECKPOINT_SUFFIX

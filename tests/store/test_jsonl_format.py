@@ -17,10 +17,10 @@ import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
+from agentlog.core.packed import resolve_entries
 from agentlog.errors import InvalidHeaderError, SessionCorruptionError, SessionFormatUnsupportedError
-from agentlog.events import Event
-from agentlog.header import SessionHeader
-from agentlog.packed import resolve_entries
 from agentlog.store.jsonl_format import (
     TRANSCRIPT_RAW,
     TRANSCRIPT_ZSTD,

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentlog import Event, SessionHeader
-from agentlog.packed import resolve_entries
+from agentlog.core.packed import resolve_entries
 from agentlog.store.fs import FileSystem
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.jsonl_format import MARK_STEP, compress_frame, encode_batch, scan_log, scan_suffix

@@ -33,7 +33,7 @@ from agentlog import (
     StoreError,
     UsageError,
 )
-from agentlog.repair import interrupted_turn_closers
+from agentlog.core.repair import interrupted_turn_closers
 from agentlog.store.base import Store
 from agentlog.store.fs import FileSystem
 from agentlog.store.hooks import _State
@@ -56,7 +56,7 @@ def compression(request: pytest.FixtureRequest) -> Compression:
 @pytest.fixture
 def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sessions built by the store stamp every event with the same time (byte-comparable logs)."""
-    monkeypatch.setattr("agentlog.session.now_ms", lambda: 1_767_225_600_000)
+    monkeypatch.setattr("agentlog.core.session.now_ms", lambda: 1_767_225_600_000)
 
 
 def make_log(turns: int = 2, *, close: bool = True, start: int = 0) -> LogBuilder:
@@ -990,7 +990,7 @@ def test_directories_and_transcripts_are_private_to_the_owner(tmp_path: Path) ->
 
 @pytest.mark.parametrize("compressed", [False, True])
 def test_prefix_scan_stops_after_the_requested_seq(tmp_path: Path, compressed: bool) -> None:
-    from agentlog.packed import resolve_entries
+    from agentlog.core.packed import resolve_entries
     from agentlog.store.jsonl_format import scan_log
 
     store = jsonl(tmp_path / "root", "zstd" if compressed else "none")

@@ -21,6 +21,9 @@ import pytest
 from benchmarks.workload import record_workload, workload_events
 
 from agentlog import Session, SessionHeader
+from agentlog.core.events import Event
+from agentlog.core.invariants import check_invariants
+from agentlog.core.repair import interrupted_turn_closers
 from agentlog.errors import (
     ConcurrentWriterError,
     PersistenceIOError,
@@ -31,9 +34,6 @@ from agentlog.errors import (
     StoreError,
     UsageError,
 )
-from agentlog.events import Event
-from agentlog.invariants import check_invariants
-from agentlog.repair import interrupted_turn_closers
 from agentlog.store.postgres import PostgresStore
 from agentlog.store.postgres_rows import decode_physical_row, encode_rows, scan_rows
 from agentlog.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentlog import Recorder
-from agentlog.search_text import indexed_texts
+from agentlog.core.search_text import indexed_texts
 from agentlog.store.postgres import PostgresStore
 from agentlog.store.postgres_rows import decode_physical_row
 from tests.search_sessions import assert_index_equals_scan, hits, record

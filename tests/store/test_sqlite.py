@@ -37,9 +37,9 @@ from agentlog import (
     StoreError,
     UsageError,
 )
+from agentlog.core.invariants import check_invariants
+from agentlog.core.repair import interrupted_turn_closers
 from agentlog.errors import AgentlogError, ConcurrentWriterError, InvalidEventError, InvalidHeaderError
-from agentlog.invariants import check_invariants
-from agentlog.repair import interrupted_turn_closers
 from agentlog.store.base import Store
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.sqlite import SqliteStore
@@ -1139,7 +1139,7 @@ def test_threads_read_while_a_live_session_writes_in_the_background(stores: Stor
 _WRITER = """
 import sys, time
 from benchmarks.workload import record_workload
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
 from agentlog.store.urls import open_store
 
 class Done(Exception):

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from agentlog import Recorder
+from agentlog.core.search_text import indexed_texts
 from agentlog.errors import StoreError
-from agentlog.search_text import indexed_texts
 from agentlog.store import sqlite_schema, sqlite_search
 from agentlog.store.sqlite import SqliteStore
 from agentlog.store.sqlite_rows import decode_physical_row

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentlog import Session, SessionHeader, open_store
-from agentlog.packed import ChunkRun, EventsView
+from agentlog.core.packed import ChunkRun, EventsView
 from agentlog.store.records import Recovery
 from agentlog.web.chart import MAX_POINTS, pressure_chart
 from agentlog.web.rows import LIVE_MS, PAGE_SIZE, SORTS, Row, Summary, select, status_of

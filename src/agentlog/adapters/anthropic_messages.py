@@ -28,8 +28,8 @@ from agentlog.adapters.common import (
     status_failure,
     tool_calls,
 )
+from agentlog.core.jsonvalue import FrozenDict, dumps, frozen_dict
 from agentlog.errors import MissingExtraError
-from agentlog.jsonvalue import FrozenDict, dumps, frozen_dict
 from agentlog.recorder import Step, llm_failure
 
 try:

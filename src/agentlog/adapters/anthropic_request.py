@@ -14,9 +14,9 @@ from typing import Any
 import orjson
 
 from agentlog.adapters.openai_messages import _text_of
-from agentlog.jsonvalue import thaw
-from agentlog.repair import NOT_STARTED_TEXT
-from agentlog.session import Session
+from agentlog.core.jsonvalue import thaw
+from agentlog.core.repair import NOT_STARTED_TEXT
+from agentlog.core.session import Session
 
 __all__ = [
     "anthropic_messages", "anthropic_request", "anthropic_system", "anthropic_tools", "to_anthropic_messages",

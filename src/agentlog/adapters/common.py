@@ -9,9 +9,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, It
 from typing import Any, TypeVar
 
 from agentlog.compaction.engine import CONTEXT_OVERFLOW_CODE
+from agentlog.core.jsonvalue import FrozenDict, frozen_dict
+from agentlog.core.openai_wire import CONTEXT_HINT, STATUS_CODES, retry_after_ms
 from agentlog.errors import AgentlogError
-from agentlog.jsonvalue import FrozenDict, frozen_dict
-from agentlog.openai_wire import CONTEXT_HINT, STATUS_CODES, retry_after_ms
 from agentlog.recorder import Step
 
 __all__ = [

@@ -17,8 +17,7 @@ from typing import Any, Final, TypeVar
 
 from agentlog.adapters.responses_events import responses_events, unanswered_calls
 from agentlog.adapters.responses_items import REPLAY_KEY, items_of_message, split_items
-from agentlog.errors import MissingExtraError, SessionNotFoundError, UsageError
-from agentlog.events import (
+from agentlog.core.events import (
     ASSISTANT_MESSAGE,
     STEP_END,
     STEP_START,
@@ -28,9 +27,10 @@ from agentlog.events import (
     Event,
     Replace,
 )
-from agentlog.jsonvalue import freeze
-from agentlog.messages import derive_event_message
-from agentlog.session import Session
+from agentlog.core.jsonvalue import freeze
+from agentlog.core.messages import derive_event_message
+from agentlog.core.session import Session
+from agentlog.errors import MissingExtraError, SessionNotFoundError, UsageError
 from agentlog.store.base import Store
 from agentlog.store.urls import open_store
 from agentlog.store.writer import LiveSession

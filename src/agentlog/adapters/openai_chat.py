@@ -26,11 +26,11 @@ from agentlog.adapters.common import (
     tool_calls,
 )
 from agentlog.adapters.openai_messages import ReasoningReplay, chat_header, chat_tools, to_chat_messages
+from agentlog.core.jsonvalue import FrozenDict, frozen_dict
+from agentlog.core.openai_wire import usage_from_openai
+from agentlog.core.session import Session
 from agentlog.errors import MissingExtraError
-from agentlog.jsonvalue import FrozenDict, frozen_dict
-from agentlog.openai_wire import usage_from_openai
 from agentlog.recorder import Step, llm_failure
-from agentlog.session import Session
 
 try:
     import openai

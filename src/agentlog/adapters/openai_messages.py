@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from agentlog.jsonvalue import dumps, thaw
-from agentlog.openai_wire import to_openai_tools, tool_arguments
-from agentlog.repair import NOT_STARTED_TEXT
-from agentlog.session import Session
+from agentlog.core.jsonvalue import dumps, thaw
+from agentlog.core.openai_wire import to_openai_tools, tool_arguments
+from agentlog.core.repair import NOT_STARTED_TEXT
+from agentlog.core.session import Session
 
 __all__ = ["ReasoningReplay", "chat_header", "chat_messages", "chat_tools", "to_chat_messages"]
 

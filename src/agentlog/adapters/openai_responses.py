@@ -32,10 +32,10 @@ from agentlog.adapters.responses_items import (
     split_items,
     to_responses_input,
 )
+from agentlog.core.jsonvalue import FrozenDict, frozen_dict
+from agentlog.core.session import Session
 from agentlog.errors import MissingExtraError
-from agentlog.jsonvalue import FrozenDict, frozen_dict
 from agentlog.recorder import Step
-from agentlog.session import Session
 
 try:
     import openai

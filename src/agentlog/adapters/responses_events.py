@@ -16,8 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from agentlog.adapters.responses_items import REPLAY_KEY, item_side, split_item, split_items
-from agentlog.errors import InvalidEventError
-from agentlog.events import (
+from agentlog.core.events import (
     ASSISTANT_MESSAGE,
     STEP_END,
     STEP_START,
@@ -27,8 +26,9 @@ from agentlog.events import (
     TURN_START,
     USER_MESSAGE,
 )
-from agentlog.header import now_ms
-from agentlog.jsonvalue import freeze
+from agentlog.core.header import now_ms
+from agentlog.core.jsonvalue import freeze
+from agentlog.errors import InvalidEventError
 
 __all__ = ["ItemEvents", "responses_events", "unanswered_calls"]
 

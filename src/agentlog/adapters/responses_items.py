@@ -22,9 +22,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from agentlog.adapters.openai_messages import _text_of
-from agentlog.jsonvalue import dumps, thaw
-from agentlog.repair import NOT_STARTED_TEXT
-from agentlog.session import Session
+from agentlog.core.jsonvalue import dumps, thaw
+from agentlog.core.repair import NOT_STARTED_TEXT
+from agentlog.core.session import Session
 
 __all__ = [
     "OPAQUE",

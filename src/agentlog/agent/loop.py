@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from agentlog.adapters.openai_chat import chat_header, chat_stream, tool_calls
 from agentlog.agent.tools import TOOLS, FileTools
+from agentlog.core.header import SessionHeader
 from agentlog.errors import MissingExtraError
-from agentlog.header import SessionHeader
 from agentlog.recorder import Recorder
 
 try:

@@ -14,9 +14,9 @@ from agentlog.audit import checks
 from agentlog.audit.environment import Environment, probe_environment
 from agentlog.audit.report import AuditCheck, AuditItem, AuditReport, TimelineEntry
 from agentlog.audit.timeline import timeline
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
 from agentlog.errors import SessionNotFoundError
-from agentlog.events import Event
-from agentlog.header import SessionHeader
 from agentlog.store.base import Store
 from agentlog.store.records import Recovery
 

@@ -16,8 +16,7 @@ from agentlog.audit.environment import Environment, recorded_git
 from agentlog.audit.report import AuditCheck, AuditItem, check_of
 from agentlog.compaction.events import COMPACTION_END, COMPACTION_PRUNE, COMPACTION_START, is_checkpoint_event
 from agentlog.compaction.summarizers import to_openai_tools
-from agentlog.errors import AgentlogError, InvariantError
-from agentlog.events import (
+from agentlog.core.events import (
     ASSISTANT_CHUNK,
     ASSISTANT_MESSAGE,
     END_SEED,
@@ -28,16 +27,17 @@ from agentlog.events import (
     USER_MESSAGE,
     Event,
 )
+from agentlog.core.fork import check_fork_boundary
+from agentlog.core.header import SessionHeader
+from agentlog.core.invariants import check_invariants
+from agentlog.core.jsonvalue import dumps, thaw
+from agentlog.core.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
+from agentlog.core.request_header import fold_request_header
+from agentlog.core.surface import Replacement, fold_surface
+from agentlog.errors import AgentlogError, InvariantError
 from agentlog.exporters.jsonl import delta_streams
-from agentlog.fork import check_fork_boundary
-from agentlog.header import SessionHeader
-from agentlog.invariants import check_invariants
-from agentlog.jsonvalue import dumps, thaw
 from agentlog.redact import find_secrets, secret_paths
-from agentlog.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
-from agentlog.request_header import fold_request_header
 from agentlog.store.records import Recovery
-from agentlog.surface import Replacement, fold_surface
 
 __all__ = ["compaction", "fork_lineage", "order", "restore_drift", "secrets", "tool_results", "turns"]
 

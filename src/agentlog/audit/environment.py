@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
 
 __all__ = ["Environment", "probe_environment", "recorded_git"]
 

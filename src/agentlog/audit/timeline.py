@@ -9,11 +9,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from agentlog.audit.report import TimelineEntry
-from agentlog.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_END, USER_MESSAGE, Event
+from agentlog.core.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_END, USER_MESSAGE, Event
+from agentlog.core.jsonvalue import dumps
+from agentlog.core.surface import is_replacement_surface_event
 from agentlog.exporters.source import parts
-from agentlog.jsonvalue import dumps
 from agentlog.redact import redact_text
-from agentlog.surface import is_replacement_surface_event
 
 __all__ = ["timeline"]
 

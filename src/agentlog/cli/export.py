@@ -12,9 +12,9 @@ import click
 
 from agentlog.cli.app import State, handled
 from agentlog.cli.render import console, json_safe, print_json, safe
+from agentlog.core.header import SessionHeader
 from agentlog.errors import UsageError
 from agentlog.exporters import EXPORTERS, View, export
-from agentlog.header import SessionHeader
 from agentlog.store.base import Store
 from agentlog.store.jsonl import JsonlStore
 from agentlog.store.sqlite import SqliteStore

@@ -6,8 +6,8 @@ import click
 
 from agentlog.cli.app import State, handled, json_option
 from agentlog.cli.render import console, print_json, visible
+from agentlog.core.fork import OPEN_TURN, turn_end_after
 from agentlog.errors import ForkError
-from agentlog.fork import OPEN_TURN, turn_end_after
 
 
 @click.command()

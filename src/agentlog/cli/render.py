@@ -11,12 +11,12 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
+from agentlog.core.jsonvalue import as_text, dumps
+from agentlog.core.message_text import compact, text_of
+from agentlog.core.visible import INVISIBLE
+from agentlog.core.visible import visible as visible  # re-exported: the CLI modules print through it
 from agentlog.errors import AgentlogError
-from agentlog.jsonvalue import as_text, dumps
-from agentlog.message_text import compact, text_of
 from agentlog.store.records import Unreadable
-from agentlog.visible import INVISIBLE
-from agentlog.visible import visible as visible  # re-exported: the CLI modules print through it
 
 console = Console(highlight=False, markup=False, soft_wrap=True)  # never break ids and paths
 errors = Console(stderr=True, highlight=False, markup=False)

@@ -67,7 +67,7 @@ def list_sessions(state: State, as_json: bool) -> None:
 @handled
 def show(state: State, session_id: str, as_json: bool) -> None:
     """Print the human transcript of a session (what the user saw, compaction aside)."""
-    from agentlog.messages import transcript
+    from agentlog.core.messages import transcript
 
     with state.store(create=False) as store:
         inspection = store.inspect(session_id)
@@ -158,8 +158,8 @@ def _verified(state: State, session_id: str
     """Full validation of a stored session (a checkpoint vouches for nothing here): its counts,
     what a load would repair, its file and the pid of a live process writing it (None when none
     is, or that cannot be told)."""
-    from agentlog.invariants import check_invariants
-    from agentlog.session import Session
+    from agentlog.core.invariants import check_invariants
+    from agentlog.core.session import Session
     from agentlog.store.writer_probe import writer_pid
 
     with state.store(create=False) as store:

@@ -6,7 +6,7 @@ import click
 
 from agentlog.cli.app import State, handled
 from agentlog.cli.render import console, displayed, json_safe, visible
-from agentlog.events import Event
+from agentlog.core.events import Event
 from agentlog.follow import follow, last_events
 
 

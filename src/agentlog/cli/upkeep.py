@@ -74,7 +74,7 @@ def compact(state: State, session_id: str, llm_url: str | None, model: str | Non
     from agentlog.compaction.engine import Compactor
     from agentlog.compaction.region import Region
     from agentlog.compaction.result import CompactionSkipped
-    from agentlog.session import Session
+    from agentlog.core.session import Session
 
     summarizer = _summarizer(llm_url, model, api_key_env)
     compactor = Compactor(summarizer, config=CompactionConfig(min_new_tokens=min_new_tokens))

@@ -42,13 +42,13 @@ from agentlog.compaction.summary import (
 )
 from agentlog.compaction.tokens import Measurement, TokenMeter, session_log
 from agentlog.compaction.transaction import Flush, Plan, Prepared, Transaction, cancelling, span_messages
+from agentlog.core.session import Session
 from agentlog.errors import (
     CompactionError,
     SurfaceError,
     TargetPressureConfigError,
     UsageError,
 )
-from agentlog.session import Session
 
 if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession

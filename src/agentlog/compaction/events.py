@@ -11,8 +11,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Final
 
-from agentlog.events import USER_MESSAGE, Event
-from agentlog.jsonvalue import FrozenDict, freeze, frozen_dict
+from agentlog.core.events import USER_MESSAGE, Event
+from agentlog.core.jsonvalue import FrozenDict, freeze, frozen_dict
 
 __all__ = [
     "CHECKPOINT_CLOSE",

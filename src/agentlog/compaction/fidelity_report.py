@@ -28,8 +28,8 @@ from agentlog.compaction.fidelity_score import CATEGORIES, FidelityReport, compa
 from agentlog.compaction.reading import NOTICE_PREFIXES, message_texts, tool_calls
 from agentlog.compaction.summarizers import ExtractiveSummarizer
 from agentlog.compaction.summary import SummaryRequest
-from agentlog.jsonvalue import freeze
-from agentlog.messages import Message
+from agentlog.core.jsonvalue import freeze
+from agentlog.core.messages import Message
 
 __all__ = [
     "ClaudeCompaction",

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agentlog.compaction.fidelity import ShadowedFacts, dedupe, extract_facts
 from agentlog.compaction.reading import normalize
-from agentlog.messages import derive_event_message
+from agentlog.core.messages import derive_event_message
 
 if TYPE_CHECKING:
-    from agentlog.session import Session
+    from agentlog.core.session import Session
 
 __all__ = [
     "CATEGORIES",

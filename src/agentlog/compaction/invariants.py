@@ -19,11 +19,11 @@ from agentlog.compaction.events import (
     COMPACTION_SUMMARY,
     is_checkpoint,
 )
+from agentlog.core.events import END_SEED, TURN_END, TURN_START, USER_MESSAGE, Event, Replace
 from agentlog.errors import InvariantError
-from agentlog.events import END_SEED, TURN_END, TURN_START, USER_MESSAGE, Event, Replace
 
 if TYPE_CHECKING:
-    from agentlog.session import Session
+    from agentlog.core.session import Session
 
 __all__ = ["BracketTrace", "CompactionInvariantChecker", "check_compaction_invariants"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from agentlog.compaction.events import COMPACTION_END, COMPACTION_START
-from agentlog.events import END_SEED, TURN_END, TURN_START, Event
+from agentlog.core.events import END_SEED, TURN_END, TURN_START, Event
 
 __all__ = ["LockState", "LockTracker", "scan_lock"]
 

@@ -12,11 +12,11 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from agentlog.core.events import ASSISTANT_MESSAGE, TOOL_RESULT, Event
 from agentlog.errors import SurfaceError
-from agentlog.events import ASSISTANT_MESSAGE, TOOL_RESULT, Event
 
 if TYPE_CHECKING:
-    from agentlog.session import Session
+    from agentlog.core.session import Session
 
 __all__ = ["PairingIndex", "PairingIndexes", "node_weight"]
 

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 from agentlog.compaction.config import PRUNE_MARKER, PrunerConfig
 from agentlog.compaction.events import COMPACTION_PRUNE, prune_data
 from agentlog.compaction.tokens import Pricer, TokenMeter
+from agentlog.core.events import TOOL_RESULT, Event, Replace
+from agentlog.core.jsonvalue import FrozenDict, frozen_dict
+from agentlog.core.repair import interrupted_turn_closers
 from agentlog.errors import InvariantError
-from agentlog.events import TOOL_RESULT, Event, Replace
-from agentlog.jsonvalue import FrozenDict, frozen_dict
-from agentlog.repair import interrupted_turn_closers
 
 if TYPE_CHECKING:
-    from agentlog.session import Session
+    from agentlog.core.session import Session
 
 __all__ = ["PruneResult", "PrunedResult", "ToolResultPruner", "prune_content", "text_code_points"]
 

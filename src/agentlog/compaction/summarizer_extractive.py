@@ -11,7 +11,7 @@ from agentlog.compaction.checkpoint_walk import Walk, is_file_path, relative
 from agentlog.compaction.fidelity import ShadowedFacts, extract_facts
 from agentlog.compaction.reading import message_texts, normalize, tool_calls
 from agentlog.compaction.summary import SummaryRequest, SummaryResult
-from agentlog.jsonvalue import freeze
+from agentlog.core.jsonvalue import freeze
 
 __all__ = ["ExtractiveSummarizer"]
 

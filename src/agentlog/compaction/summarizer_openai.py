@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agentlog.compaction.summary import SummaryRequest, SummaryResult
-from agentlog.errors import SummarizerError
-from agentlog.jsonvalue import dumps, freeze
-from agentlog.openai_wire import (
+from agentlog.core.jsonvalue import dumps, freeze
+from agentlog.core.openai_wire import (
     CompletionStream,
     http_error,
     import_httpx,
@@ -24,6 +23,7 @@ from agentlog.openai_wire import (
     to_openai_tools,
     usage_from_openai,
 )
+from agentlog.errors import SummarizerError
 
 if TYPE_CHECKING:
     import httpx

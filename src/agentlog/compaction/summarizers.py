@@ -6,7 +6,7 @@ Both answer a ``SummaryRequest`` with the eight-section checkpoint of spec compa
 from agentlog.compaction.summarizer_extractive import ExtractiveSummarizer
 from agentlog.compaction.summarizer_openai import SUMMARY_INSTRUCTION, OpenAICompatibleSummarizer
 from agentlog.compaction.summary import SECTIONS
-from agentlog.openai_wire import to_openai_messages, to_openai_tools
+from agentlog.core.openai_wire import to_openai_messages, to_openai_tools
 
 __all__ = [
     "SECTIONS",

@@ -11,7 +11,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agentlog.messages import Message
+from agentlog.core.messages import Message
 
 __all__ = [
     "SECTIONS", "SummaryRequest", "SummaryResult", "Summarizer", "SyncSummarizer", "check_summarizer",

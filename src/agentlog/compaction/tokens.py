@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, overload
 
 from agentlog.compaction.events import COMPACTION_PRUNE, COMPACTION_SUMMARY
-from agentlog.errors import InvalidEventError, InvariantError, SurfaceError
-from agentlog.events import (
+from agentlog.core.events import (
     ASSISTANT_CHUNK,
     ASSISTANT_MESSAGE,
     REQUEST_HEADER,
@@ -25,12 +24,13 @@ from agentlog.events import (
     Event,
     Replace,
 )
-from agentlog.jsonvalue import dumps
-from agentlog.messages import derive_event_message
-from agentlog.request_header import canonical_header, event_header, header_equals
+from agentlog.core.jsonvalue import dumps
+from agentlog.core.messages import derive_event_message
+from agentlog.core.request_header import canonical_header, event_header, header_equals
+from agentlog.errors import InvalidEventError, InvariantError, SurfaceError
 
 if TYPE_CHECKING:
-    from agentlog.session import Session
+    from agentlog.core.session import Session
 
 __all__ = [
     "Anchor",

@@ -27,11 +27,11 @@ from agentlog.compaction.region import Region
 from agentlog.compaction.result import CompactionResult
 from agentlog.compaction.summary import SummaryRequest, SummaryResult, run_summarizer
 from agentlog.compaction.tokens import Measurement, session_log
+from agentlog.core.events import USER_MESSAGE, Replace
+from agentlog.core.jsonvalue import FrozenDict, freeze
+from agentlog.core.messages import derive_event_message
+from agentlog.core.session import Session
 from agentlog.errors import AgentlogError, CompactionError
-from agentlog.events import USER_MESSAGE, Replace
-from agentlog.jsonvalue import FrozenDict, freeze
-from agentlog.messages import derive_event_message
-from agentlog.session import Session
 
 if TYPE_CHECKING:
     from agentlog.compaction.engine import Compactor

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
 from agentlog.errors import UsageError
-from agentlog.events import Event
 from agentlog.exporters.anthropic import anthropic
 from agentlog.exporters.html import html
 from agentlog.exporters.jsonl import jsonl
@@ -18,7 +19,6 @@ from agentlog.exporters.markdown import markdown
 from agentlog.exporters.openai_chat import openai_chat
 from agentlog.exporters.openai_responses import openai_responses
 from agentlog.exporters.source import VIEWS, ExportSource, View
-from agentlog.header import SessionHeader
 
 __all__ = ["EXPORTERS", "VIEWS", "ExportSource", "Exporter", "View", "export"]
 

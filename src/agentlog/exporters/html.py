@@ -13,8 +13,8 @@ import hashlib
 from html import escape
 from typing import Any, Final
 
+from agentlog.core.visible import visible
 from agentlog.exporters.source import ExportSource, label, parts
-from agentlog.visible import visible
 
 __all__ = ["CSP", "html"]
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentlog.core.events import ASSISTANT_CHUNK, Event, make_event
+from agentlog.core.jsonvalue import freeze
 from agentlog.errors import UsageError
-from agentlog.events import ASSISTANT_CHUNK, Event, make_event
 from agentlog.exporters.source import ExportSource
-from agentlog.jsonvalue import freeze
 from agentlog.redact import find_secrets, may_hold, placeholder, redact_value
 from agentlog.store.codec import encode_batch
 from agentlog.store.jsonl_forks import public_header

@@ -11,9 +11,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from agentlog.core.header import SessionHeader
+from agentlog.core.visible import visible
 from agentlog.exporters.source import ExportSource, label, parts
-from agentlog.header import SessionHeader
-from agentlog.visible import visible
 
 __all__ = ["fence", "markdown"]
 

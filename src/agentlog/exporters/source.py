@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
+from agentlog.core.jsonvalue import dumps
+from agentlog.core.messages import transcript
+from agentlog.core.session import Session
 from agentlog.errors import UsageError
-from agentlog.events import Event
-from agentlog.header import SessionHeader
-from agentlog.jsonvalue import dumps
-from agentlog.messages import transcript
 from agentlog.redact import redact_value
-from agentlog.session import Session
 
 __all__ = ["VIEWS", "ExportSource", "View", "label", "parts"]
 

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
 from agentlog.errors import AgentlogError
-from agentlog.events import Event
-from agentlog.header import SessionHeader
 
 __all__ = ["Imported", "LogBuilder", "text_blocks"]
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
+from agentlog.core.jsonvalue import dumps, freeze
 from agentlog.importers.builder import Imported, LogBuilder, text_blocks
 from agentlog.importers.source import Line, SourceFile, iso_ms, jsonl_records
-from agentlog.jsonvalue import dumps, freeze
 
 __all__ = ["companions", "import_claude_code"]
 

@@ -16,10 +16,10 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
+from agentlog.core.jsonvalue import freeze
 from agentlog.importers.builder import Imported, LogBuilder, text_blocks
 from agentlog.importers.source import Line, SourceFile, iso_ms, jsonl_records
-from agentlog.jsonvalue import freeze
 
 __all__ = ["import_codex"]
 

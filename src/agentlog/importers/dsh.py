@@ -14,11 +14,11 @@ from typing import Final
 
 import orjson
 
+from agentlog.core.packed import resolve_entries
 from agentlog.errors import AgentlogError
 from agentlog.importers.builder import Imported
 from agentlog.importers.dsh_sqlite import SQLITE_MAGIC, import_dsh_sqlite
 from agentlog.importers.source import SourceFile
-from agentlog.packed import resolve_entries
 from agentlog.store.jsonl_format import decode_complete_frames, first_stored_seq, scan_log
 from agentlog.store.zstd_frames import ZSTD_MAGIC
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Final
 
+from agentlog.core.header import SessionHeader
 from agentlog.errors import AgentlogError
-from agentlog.header import SessionHeader
 from agentlog.importers.builder import Imported
 from agentlog.importers.source import SourceFile
 from agentlog.store.sqlite_rows import scan_rows

@@ -14,13 +14,13 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
+from agentlog.core.jsonvalue import MAX_SAFE_INTEGER, freeze
+from agentlog.core.openai_wire import usage_from_openai as openai_usage
 from agentlog.importers.builder import Imported, LogBuilder
 from agentlog.importers.openai_chat import content_id
 from agentlog.importers.source import SourceFile, json_document
 from agentlog.importers.trajectory import Trajectory
-from agentlog.jsonvalue import MAX_SAFE_INTEGER, freeze
-from agentlog.openai_wire import usage_from_openai as openai_usage
 
 __all__ = ["import_mini_swe_agent"]
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Final
 
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
+from agentlog.core.jsonvalue import freeze
 from agentlog.importers.builder import Imported, LogBuilder, text_blocks
 from agentlog.importers.source import SourceFile, json_document
-from agentlog.jsonvalue import freeze
 
 __all__ = ["content_id", "import_openai_chat", "message_content", "parse_tools", "tool_call_blocks"]
 

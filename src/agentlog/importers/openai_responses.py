@@ -13,14 +13,14 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from agentlog.adapters.responses_events import responses_events
-from agentlog.bulk import gc_paused
+from agentlog.core.bulk import gc_paused
+from agentlog.core.events import REQUEST_HEADER, USER_MESSAGE, Event
+from agentlog.core.header import SessionHeader
+from agentlog.core.jsonvalue import freeze
 from agentlog.errors import AgentlogError
-from agentlog.events import REQUEST_HEADER, USER_MESSAGE, Event
-from agentlog.header import SessionHeader
 from agentlog.importers.builder import Imported
 from agentlog.importers.openai_chat import content_id
 from agentlog.importers.source import SourceFile, json_document
-from agentlog.jsonvalue import freeze
 
 __all__ = ["import_openai_responses"]
 
@@ -134,7 +134,7 @@ def _frozen_items(source: SourceFile, items: list[Any], prefix: str) -> list[Any
 def import_openai_responses(source: SourceFile) -> list[Imported]:
     """The one session of a list of Responses items or a request body (pure).
 
-    Built with the cyclic GC paused (``agentlog.bulk``): its full collections re-scan every
+    Built with the cyclic GC paused (``agentlog.core.bulk``): its full collections re-scan every
     value built so far, which made a long import quadratic."""
     with gc_paused():
         return _import(source)

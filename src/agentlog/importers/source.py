@@ -15,8 +15,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from agentlog.core.jsonvalue import as_text
 from agentlog.errors import SourceFormatError
-from agentlog.jsonvalue import as_text
 
 __all__ = ["Line", "SourceFile", "iso_ms", "json_document", "jsonl_records"]
 

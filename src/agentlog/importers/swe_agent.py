@@ -12,12 +12,12 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
+from agentlog.core.jsonvalue import freeze
 from agentlog.importers.builder import Imported, LogBuilder
 from agentlog.importers.openai_chat import content_id
 from agentlog.importers.source import SourceFile, json_document
 from agentlog.importers.trajectory import Trajectory
-from agentlog.jsonvalue import freeze
 
 __all__ = ["import_swe_agent"]
 

@@ -13,6 +13,8 @@ import dataclasses
 import time
 from typing import Final, Literal
 
+from agentlog.core.header import SessionHeader
+from agentlog.core.jsonvalue import frozen_dict
 from agentlog.errors import (
     AgentlogError,
     ConcurrentWriterError,
@@ -21,9 +23,7 @@ from agentlog.errors import (
     SessionNotFoundError,
     UsageError,
 )
-from agentlog.header import SessionHeader
 from agentlog.importers.builder import Imported
-from agentlog.jsonvalue import frozen_dict
 from agentlog.store.base import Store
 
 __all__ = ["REPLACING_KEY", "Outcome", "save_imported", "stand_in_id"]

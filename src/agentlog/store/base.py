@@ -14,8 +14,13 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentlog.aio import in_thread
-from agentlog.bulk import gc_paused
+from agentlog.core.aio import in_thread
+from agentlog.core.bulk import gc_paused
+from agentlog.core.events import TURN_END, TURN_START, Event, is_safe_int
+from agentlog.core.header import SessionHeader
+from agentlog.core.packed import LogEntry, resolve_entries
+from agentlog.core.session import EventsView, Session
+from agentlog.core.storable import refuse_retired
 from agentlog.errors import (
     AgentlogError,
     ConcurrentWriterError,
@@ -25,12 +30,7 @@ from agentlog.errors import (
     SessionNotFoundError,
     UsageError,
 )
-from agentlog.events import TURN_END, TURN_START, Event, is_safe_int
-from agentlog.header import SessionHeader
 from agentlog.legacy import needs_prefix, upgrade_legacy_chain
-from agentlog.packed import LogEntry, resolve_entries
-from agentlog.session import EventsView, Session
-from agentlog.storable import refuse_retired
 from agentlog.store.hooks import DEFAULT_WRITE_DELAY_MS, StoreHooks, _State
 from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, StoredLog
 from agentlog.store.validate import validate_appended, validate_stored
@@ -306,7 +306,7 @@ class Store(StoreHooks):
     def fork(self, session_id: str, boundary: int | None = None, child_id: str | None = None, *,
              check_invariants: bool = True) -> LiveSession:
         """A live child seeded with the stable prefix ``[0, boundary]`` of a stored session."""
-        from agentlog.fork import check_fork_boundary
+        from agentlog.core.fork import check_fork_boundary
         from agentlog.store.writer import LiveSession
 
         self._check_open()

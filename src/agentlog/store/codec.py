@@ -14,10 +14,10 @@ from typing import Any, Final, NoReturn, TypeAlias, cast
 
 import orjson
 
+from agentlog.core.events import ASSISTANT_CHUNK, Event
+from agentlog.core.jsonvalue import MAX_SAFE_INTEGER, loads, valid_text
+from agentlog.core.packed import ChunkRun, LogEntry, slots_of
 from agentlog.errors import InvalidEventError, SessionCorruptionError
-from agentlog.events import ASSISTANT_CHUNK, Event
-from agentlog.jsonvalue import MAX_SAFE_INTEGER, loads, valid_text
-from agentlog.packed import ChunkRun, LogEntry, slots_of
 
 __all__ = [
     "MIN_RUN",

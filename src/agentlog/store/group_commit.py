@@ -20,9 +20,9 @@ from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
 from agentlog.errors import AgentlogError, PersistenceIOError
-from agentlog.events import Event
-from agentlog.header import SessionHeader
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
 from agentlog.store.hooks import _State
 

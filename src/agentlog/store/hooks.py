@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentlog.core.events import Event, is_safe_int
+from agentlog.core.header import SessionHeader
+from agentlog.core.session import Session
 from agentlog.errors import SessionLockedError, UsageError
-from agentlog.events import Event, is_safe_int
-from agentlog.header import SessionHeader
-from agentlog.session import Session
 from agentlog.store.records import Listing, RawArtifact, StoredLog, WriterLock
 
 if TYPE_CHECKING:

@@ -24,6 +24,9 @@ from typing import Any, Literal, NoReturn
 
 import zstandard
 
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
+from agentlog.core.packed import LogEntry
 from agentlog.errors import (
     AgentlogError,
     ConcurrentWriterError,
@@ -32,10 +35,7 @@ from agentlog.errors import (
     SessionExistsError,
     StoreError,
 )
-from agentlog.events import Event
-from agentlog.header import SessionHeader
 from agentlog.legacy import chain_writers
-from agentlog.packed import LogEntry
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.filelock import lock_session_file
 from agentlog.store.fs import FileSystem, io_error

@@ -2,7 +2,7 @@
 
 A sidecar ``<transcript>.ckpt`` (beside the seek index, same conventions: written to a temp
 file and renamed, never fsynced, never followed through a symlink, outside ``FileSystem``)
-holds a ``SessionState`` (``agentlog.checkpoint``) at byte offset N of the transcript: the
+holds a ``SessionState`` (``agentlog.core.checkpoint``) at byte offset N of the transcript: the
 sha256 of the transcript's bytes 0..N as stored (zstd or raw), the event count there, where
 its batches start (the spans a resumed log parses lazily), the surface, the derived messages.
 Opening verifies the sidecar's own digests and the transcript hash, then validates only the
@@ -34,17 +34,23 @@ from typing import TYPE_CHECKING, Any, Final
 
 import zstandard
 
-from agentlog.bulk import gc_paused
-from agentlog.checkpoint import SessionState, capture_state, resume_prefix, resume_session, trusted_messages
+from agentlog.core.bulk import gc_paused
+from agentlog.core.checkpoint import (
+    SessionState,
+    capture_state,
+    resume_prefix,
+    resume_session,
+    trusted_messages,
+)
+from agentlog.core.events import Event, is_safe_int
+from agentlog.core.jsonvalue import dumps, loads
+from agentlog.core.messages import Message
+from agentlog.core.packed import ChunkRun, LazySpan
+from agentlog.core.repair import interrupted_turn_closers
+from agentlog.core.session import Session
+from agentlog.core.storable import PLAIN_STORED_TYPES, refuse_retired, refuse_unknown
 from agentlog.errors import AgentlogError, SessionCorruptionError
-from agentlog.events import Event, is_safe_int
-from agentlog.jsonvalue import dumps, loads
 from agentlog.legacy import upgrade_legacy
-from agentlog.messages import Message
-from agentlog.packed import ChunkRun, LazySpan
-from agentlog.repair import interrupted_turn_closers
-from agentlog.session import Session
-from agentlog.storable import PLAIN_STORED_TYPES, refuse_retired, refuse_unknown
 from agentlog.store.jsonl_forks import JsonlForks, Transcript, is_shared, public_header
 from agentlog.store.jsonl_format import read_header_prefix, scan_suffix
 from agentlog.store.jsonl_seek import Identity, SeekIndex, identity_of

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
+from agentlog.core.jsonvalue import frozen_dict
+from agentlog.core.packed import LogEntry
 from agentlog.errors import AgentlogError, SessionCorruptionError, SessionNotFoundError, UsageError
-from agentlog.events import Event
-from agentlog.header import SessionHeader
-from agentlog.jsonvalue import frozen_dict
-from agentlog.packed import LogEntry
 from agentlog.store.base import Store
 from agentlog.store.filelock import discard_lock_file, flock_holder
 from agentlog.store.fs import FileSystem, io_error
@@ -55,7 +55,7 @@ class Transcript:
     """The header line as written (may carry ``agentlogSharedPrefix``)."""
     events: tuple[LogEntry, ...]
     """Events physically in this file: seqs from ``first_stored_seq(stored_header)`` (packed rows kept
-    packed: see ``agentlog.packed``)."""
+    packed: see ``agentlog.core.packed``)."""
     torn: TornTail | None
     partial: bool = False
     """Scanned only up to some seq (a fork's prefix): nothing after ``events`` was examined."""

@@ -17,12 +17,12 @@ from typing import Any, Final, NoReturn
 
 import zstandard
 
+from agentlog.core.events import TURN_END, Event
+from agentlog.core.header import SessionHeader
+from agentlog.core.jsonvalue import loads
+from agentlog.core.packed import ChunkRun, LogEntry, resolve_entries
 from agentlog.errors import AgentlogError, SessionCorruptionError, SessionFormatUnsupportedError
-from agentlog.events import TURN_END, Event
-from agentlog.header import SessionHeader
-from agentlog.jsonvalue import loads
 from agentlog.legacy import STORED_EVENT_TYPES
-from agentlog.packed import ChunkRun, LogEntry, resolve_entries
 from agentlog.store import codec
 from agentlog.store.jsonl_header import (
     SHARED_PREFIX_KEY,

@@ -12,9 +12,9 @@ from typing import Any, Final
 
 import orjson
 
+from agentlog.core.header import FORMAT_VERSION, SessionHeader
+from agentlog.core.jsonvalue import MAX_SAFE_INTEGER, dumps, loads
 from agentlog.errors import InvalidHeaderError, SessionCorruptionError, SessionFormatUnsupportedError
-from agentlog.header import FORMAT_VERSION, SessionHeader
-from agentlog.jsonvalue import MAX_SAFE_INTEGER, dumps, loads
 
 __all__ = ["SHARED_PREFIX_KEY", "encode_header_line", "js_text", "parse_header_line", "try_parse_header_line"]
 

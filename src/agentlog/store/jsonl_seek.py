@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final
 
+from agentlog.core.header import SessionHeader
 from agentlog.errors import AgentlogError
-from agentlog.header import SessionHeader
 from agentlog.store.jsonl_format import read_header_prefix
 
 __all__ = [

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
 from agentlog.errors import ConcurrentWriterError, SessionLockedError, SessionNotFoundError, UsageError
-from agentlog.events import Event
-from agentlog.header import SessionHeader
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
 from agentlog.store.hooks import _State
 from agentlog.store.records import Listing, Snapshot, StoredLog, WriterLock

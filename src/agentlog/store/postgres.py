@@ -49,6 +49,10 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
+from agentlog.core.events import Event, is_safe_int
+from agentlog.core.header import SessionHeader
+from agentlog.core.jsonvalue import dumps
+from agentlog.core.packed import resolve_entries
 from agentlog.errors import (
     AgentlogError,
     ConcurrentWriterError,
@@ -59,11 +63,7 @@ from agentlog.errors import (
     SessionNotFoundError,
     UsageError,
 )
-from agentlog.events import Event, is_safe_int
-from agentlog.header import SessionHeader
-from agentlog.jsonvalue import dumps
 from agentlog.legacy import upgrade_legacy_chain
-from agentlog.packed import resolve_entries
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.group_commit import Pending, fail_all
 from agentlog.store.hooks import _State

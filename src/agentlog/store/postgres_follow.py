@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
-from agentlog.events import Event
+from agentlog.core.events import Event
 from agentlog.store.postgres_errors import translate
 
 if TYPE_CHECKING:

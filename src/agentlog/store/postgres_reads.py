@@ -22,12 +22,12 @@ from typing import Any, Final
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from agentlog.core.events import Event
+from agentlog.core.header import FORMAT_VERSION, SessionHeader
+from agentlog.core.jsonvalue import freeze, frozen_dict, loads
+from agentlog.core.search_text import Candidates
 from agentlog.errors import AgentlogError, SessionCorruptionError, SessionFormatUnsupportedError
-from agentlog.events import Event
-from agentlog.header import FORMAT_VERSION, SessionHeader
-from agentlog.jsonvalue import freeze, frozen_dict, loads
 from agentlog.legacy import chain_writers
-from agentlog.search_text import Candidates
 from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_rows import scan_rows, scan_suffix

@@ -17,9 +17,9 @@ from typing import Any, Final, TypeAlias
 import orjson
 import zstandard
 
+from agentlog.core.events import TURN_END, Event, surface_op_to_wire
+from agentlog.core.jsonvalue import dumps, loads
 from agentlog.errors import AgentlogError, SessionCorruptionError
-from agentlog.events import TURN_END, Event, surface_op_to_wire
-from agentlog.jsonvalue import dumps, loads
 from agentlog.store.codec import SQLITE_MAX_BYTES, SQLITE_MAX_MEMBERS, decode_row, pack_chunk_runs
 
 __all__ = [

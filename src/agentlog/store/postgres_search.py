@@ -1,7 +1,7 @@
 """The PostgreSQL store's search index: folded message text beside the rows, trigrams over it.
 
 ``search_text`` holds one row per searchable event of a session's own rows (``fold`` of its
-message text, see ``agentlog.search_text``; the text, never the ``data_zstd`` bytes), written
+message text, see ``agentlog.core.search_text``; the text, never the ``data_zstd`` bytes), written
 by the same statement that inserts the rows and deleted with them by a cascading foreign key.
 ``folded LIKE '%query%'`` finds the candidates; when ``pg_trgm`` can be installed a GIN trigram
 index answers it, otherwise it is a sequential scan of the folded text. Every candidate is then
@@ -16,9 +16,9 @@ from typing import Any, Final
 import psycopg
 from psycopg import sql
 
+from agentlog.core.events import Event
+from agentlog.core.search_text import SEARCHED_TYPES, Candidates, indexed_texts
 from agentlog.errors import AgentlogError
-from agentlog.events import Event
-from agentlog.search_text import SEARCHED_TYPES, Candidates, indexed_texts
 from agentlog.store.postgres_rows import ROW_COLUMNS, decode_physical_row
 
 __all__ = ["SEARCH_TABLE", "SearchStatements", "candidates", "fill_index", "search_columns"]

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
+from agentlog.core.packed import LogEntry
 from agentlog.errors import AgentlogError
-from agentlog.events import Event
-from agentlog.header import SessionHeader
-from agentlog.packed import LogEntry
 
 __all__ = [
     "Inspection", "Listing", "RawArtifact", "Recovery", "Snapshot", "StoredLog", "Unreadable", "WriterLock",
@@ -127,7 +127,7 @@ class StoredLog:
 
     header: SessionHeader
     events: Sequence[LogEntry]
-    """Seq-indexed; a backend may leave packed chunk rows packed (``agentlog.packed``)."""
+    """Seq-indexed; a backend may leave packed chunk rows packed (``agentlog.core.packed``)."""
     revision: str
     torn: Any = None
     recovered: list[Event] = field(default_factory=list)

@@ -49,6 +49,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
+from agentlog.core.packed import resolve_entries
+from agentlog.core.search_text import Candidates
 from agentlog.errors import (
     AgentlogError,
     ConcurrentWriterError,
@@ -58,11 +62,7 @@ from agentlog.errors import (
     StoreError,
     UsageError,
 )
-from agentlog.events import Event
-from agentlog.header import SessionHeader
 from agentlog.legacy import upgrade_legacy_chain
-from agentlog.packed import resolve_entries
-from agentlog.search_text import Candidates
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.codec import SQLITE_MAX_MEMBERS
 from agentlog.store.filelock import discard_lock_file, flock_holder, lock_in_process, lock_session_file

@@ -16,14 +16,14 @@ from typing import Any, Final, TypeAlias
 import orjson
 import zstandard
 
+from agentlog.core.events import TURN_END, Event, surface_op_to_wire
+from agentlog.core.jsonvalue import MAX_SAFE_INTEGER, dumps, loads, valid_text
 from agentlog.errors import (
     AgentlogError,
     InvalidEventError,
     SessionCorruptionError,
     SessionFormatUnsupportedError,
 )
-from agentlog.events import TURN_END, Event, surface_op_to_wire
-from agentlog.jsonvalue import MAX_SAFE_INTEGER, dumps, loads, valid_text
 from agentlog.legacy import STORED_EVENT_TYPES, chain_writers
 from agentlog.store.codec import (
     MIN_RUN,

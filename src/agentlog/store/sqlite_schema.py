@@ -21,6 +21,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
+from agentlog.core.header import FORMAT_VERSION, SessionHeader
+from agentlog.core.jsonvalue import dumps, loads
 from agentlog.errors import (
     InvalidHeaderError,
     PersistenceIOError,
@@ -28,8 +30,6 @@ from agentlog.errors import (
     SessionFormatUnsupportedError,
     StoreError,
 )
-from agentlog.header import FORMAT_VERSION, SessionHeader
-from agentlog.jsonvalue import dumps, loads
 from agentlog.store import sqlite_search
 from agentlog.store.sqlite_errors import SQLITE_BUSY, primary_code
 from agentlog.store.sqlite_rows import CORRUPT, Row

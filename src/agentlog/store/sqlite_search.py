@@ -1,7 +1,7 @@
 """The SQLite store's search index: folded message text beside the rows, FTS5 trigrams over it.
 
 ``search_rows`` holds one row per searchable event of a session's own rows (``fold`` of its
-message text, see ``agentlog.search_text``), written and deleted in the same transaction as
+message text, see ``agentlog.core.search_text``), written and deleted in the same transaction as
 the event rows. ``search_fts`` is an external-content FTS5 table with the trigram tokenizer
 over it (case-sensitive: the text is folded already), kept in step by this module's writes
 (triggers on a virtual table are refused under ``trusted_schema = OFF``). Without FTS5 in the
@@ -16,8 +16,8 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from agentlog.events import Event
-from agentlog.search_text import SEARCHED_TYPES, indexed_texts
+from agentlog.core.events import Event
+from agentlog.core.search_text import SEARCHED_TYPES, indexed_texts
 from agentlog.store.sqlite_rows import Row, try_decode
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The checks a cold read runs on a stored log before it becomes a Session (spec persistence §6).
 
-Pure: refuse retired and unknown event types (the rules of ``agentlog.storable``), upgrade
+Pure: refuse retired and unknown event types (the rules of ``agentlog.core.storable``), upgrade
 legacy shapes in memory, restore the session (unsealed), compute an interrupted turn's closers.
 """
 
@@ -9,17 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
+from agentlog.core.events import Event
+from agentlog.core.repair import interrupted_turn_closers
+from agentlog.core.session import Session
+from agentlog.core.storable import PLAIN_STORED_TYPES, check_turn_start, refuse_retired, refuse_unknown
 from agentlog.errors import (
     AgentlogError,
     InvalidEventError,
     SessionCorruptionError,
     SessionFormatUnsupportedError,
 )
-from agentlog.events import Event
 from agentlog.legacy import needs_prefix, upgrade_legacy, upgrade_legacy_chain
-from agentlog.repair import interrupted_turn_closers
-from agentlog.session import Session
-from agentlog.storable import PLAIN_STORED_TYPES, check_turn_start, refuse_retired, refuse_unknown
 from agentlog.store.records import StoredLog
 
 __all__ = ["validate_appended", "validate_stored"]

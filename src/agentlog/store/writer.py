@@ -18,7 +18,12 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from agentlog.aio import in_thread
+from agentlog.core.aio import in_thread
+from agentlog.core.events import Event
+from agentlog.core.invariants import InvariantChecker
+from agentlog.core.jsonvalue import valid_text
+from agentlog.core.packed import LogSlice
+from agentlog.core.session import Session
 from agentlog.errors import (
     AgentlogError,
     InvalidEventError,
@@ -27,11 +32,6 @@ from agentlog.errors import (
     UsageError,
     WriteFailedError,
 )
-from agentlog.events import Event
-from agentlog.invariants import InvariantChecker
-from agentlog.jsonvalue import valid_text
-from agentlog.packed import LogSlice
-from agentlog.session import Session
 from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.records import Inspection
 

@@ -25,8 +25,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from agentlog.cli.render import visible
+from agentlog.core.request_header import canonical_header, event_header
 from agentlog.errors import AgentlogError, SessionNotFoundError
-from agentlog.request_header import canonical_header, event_header
 from agentlog.store.base import Store
 from agentlog.web.chart import pressure_chart
 from agentlog.web.guard import Guard

@@ -13,9 +13,9 @@ from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
 
+from agentlog.core.events import Event
+from agentlog.core.messages import event_message
 from agentlog.errors import AgentlogError
-from agentlog.events import Event
-from agentlog.messages import event_message
 from agentlog.web.scan import SessionIndex
 from agentlog.web.viewer import Viewer
 from agentlog.web.views import message_item

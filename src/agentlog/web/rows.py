@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from agentlog.header import SessionHeader
+from agentlog.core.header import SessionHeader
 from agentlog.store.records import Recovery
 from agentlog.web.scan import SessionIndex
 

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from agentlog.compaction.events import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY
 from agentlog.compaction.tokens import Pricer
-from agentlog.events import (
+from agentlog.core.events import (
     ASSISTANT_CHUNK,
     ASSISTANT_MESSAGE,
     REQUEST_CONTEXT,
@@ -25,16 +25,16 @@ from agentlog.events import (
     USER_MESSAGE,
     Event,
 )
-from agentlog.packed import ChunkRun, EventsView, LogEntry
-from agentlog.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
-from agentlog.request_header import canonical_header, event_header
-from agentlog.surface import SurfaceManager
+from agentlog.core.packed import ChunkRun, EventsView, LogEntry
+from agentlog.core.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
+from agentlog.core.request_header import canonical_header, event_header
+from agentlog.core.surface import SurfaceManager
 
 __all__ = ["Bracket", "SessionIndex", "StepPoint", "TurnSpan", "index_session", "slots", "text_of"]
 
 SESSION_TITLE: Final = "session/title"
 SYNTHETIC_CODES: Final = frozenset({TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN})
-"""Error codes of the tool results crash repair writes (``agentlog.repair``)."""
+"""Error codes of the tool results crash repair writes (``agentlog.core.repair``)."""
 
 
 @dataclass(slots=True)

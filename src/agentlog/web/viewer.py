@@ -16,10 +16,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final
 
+from agentlog.core.events import Event
+from agentlog.core.header import SessionHeader
+from agentlog.core.jsonvalue import valid_text
 from agentlog.errors import SessionNotFoundError
-from agentlog.events import Event
-from agentlog.header import SessionHeader
-from agentlog.jsonvalue import valid_text
 from agentlog.store.base import Store
 from agentlog.store.records import Inspection, Listing
 from agentlog.web.rows import Row, Summary, summarize

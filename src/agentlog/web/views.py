@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from agentlog.compaction.events import is_checkpoint
-from agentlog.events import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_CALL, Event
-from agentlog.jsonvalue import dumps
-from agentlog.messages import derive_event_message, event_message
-from agentlog.packed import ChunkRun
+from agentlog.core.events import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_CALL, Event
+from agentlog.core.jsonvalue import dumps
+from agentlog.core.messages import derive_event_message, event_message
+from agentlog.core.packed import ChunkRun
 from agentlog.web.scan import Bracket, SessionIndex, TurnSpan, slots
 
 __all__ = [
