@@ -44,7 +44,7 @@ REQUEST_CONTEXT: Final = "request/context"
 END_SEED: Final = "session/end-seed"
 LEGACY_HEADER_DELTA: Final = "request/header-delta"
 LEGACY_STEERING: Final = "steering/message"
-"""A pre-react-loop surface event, readable only from storage (``agentlog.legacy`` upgrades it)."""
+"""A pre-react-loop surface event, readable only from storage (``agentlog.legacy.upgrade`` upgrades it)."""
 
 CORE_EVENT_TYPES: Final = frozenset({
     TURN_START, TURN_END, STEP_START, STEP_END, USER_MESSAGE, ASSISTANT_CHUNK,

@@ -13,7 +13,7 @@ from typing import Final
 from agentlog.core.events import LEGACY_HEADER_DELTA, REQUEST_HEADER, TURN_START, Event, is_safe_int
 from agentlog.core.seed import SHAPED_TYPES, check_shapes
 from agentlog.errors import InvalidEventError, SessionFormatUnsupportedError
-from agentlog.legacy import EXAMINED_TYPES, STORED_EVENT_TYPES, check_current
+from agentlog.legacy.upgrade import EXAMINED_TYPES, STORED_EVENT_TYPES, check_current
 
 __all__ = [
     "APPEND_PLAIN_TYPES",

@@ -30,7 +30,7 @@ from agentlog.errors import (
     SessionNotFoundError,
     UsageError,
 )
-from agentlog.legacy import needs_prefix, upgrade_legacy_chain
+from agentlog.legacy.upgrade import needs_prefix, upgrade_legacy_chain
 from agentlog.store.hooks import DEFAULT_WRITE_DELAY_MS, StoreHooks, _State
 from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, StoredLog
 from agentlog.store.validate import validate_appended, validate_stored

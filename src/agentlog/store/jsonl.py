@@ -35,7 +35,7 @@ from agentlog.errors import (
     SessionExistsError,
     StoreError,
 )
-from agentlog.legacy import chain_writers
+from agentlog.legacy.upgrade import chain_writers
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.filelock import lock_session_file
 from agentlog.store.fs import FileSystem, io_error

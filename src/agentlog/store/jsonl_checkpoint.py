@@ -50,7 +50,7 @@ from agentlog.core.repair import interrupted_turn_closers
 from agentlog.core.session import Session
 from agentlog.core.storable import PLAIN_STORED_TYPES, refuse_retired, refuse_unknown
 from agentlog.errors import AgentlogError, SessionCorruptionError
-from agentlog.legacy import upgrade_legacy
+from agentlog.legacy.upgrade import upgrade_legacy
 from agentlog.store.jsonl_forks import JsonlForks, Transcript, is_shared, public_header
 from agentlog.store.jsonl_format import read_header_prefix, scan_suffix
 from agentlog.store.jsonl_seek import Identity, SeekIndex, identity_of

@@ -22,7 +22,7 @@ from agentlog.core.header import SessionHeader
 from agentlog.core.jsonvalue import loads
 from agentlog.core.packed import ChunkRun, LogEntry, resolve_entries
 from agentlog.errors import AgentlogError, SessionCorruptionError, SessionFormatUnsupportedError
-from agentlog.legacy import STORED_EVENT_TYPES
+from agentlog.legacy.upgrade import STORED_EVENT_TYPES
 from agentlog.store import codec
 from agentlog.store.jsonl_header import (
     SHARED_PREFIX_KEY,

@@ -63,7 +63,7 @@ from agentlog.errors import (
     SessionNotFoundError,
     UsageError,
 )
-from agentlog.legacy import upgrade_legacy_chain
+from agentlog.legacy.upgrade import upgrade_legacy_chain
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.group_commit import Pending, fail_all
 from agentlog.store.hooks import _State

@@ -27,7 +27,7 @@ from agentlog.core.header import FORMAT_VERSION, SessionHeader
 from agentlog.core.jsonvalue import freeze, frozen_dict, loads
 from agentlog.core.search_text import Candidates
 from agentlog.errors import AgentlogError, SessionCorruptionError, SessionFormatUnsupportedError
-from agentlog.legacy import chain_writers
+from agentlog.legacy.upgrade import chain_writers
 from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.postgres_errors import translate
 from agentlog.store.postgres_rows import scan_rows, scan_suffix

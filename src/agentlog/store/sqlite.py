@@ -62,7 +62,7 @@ from agentlog.errors import (
     StoreError,
     UsageError,
 )
-from agentlog.legacy import upgrade_legacy_chain
+from agentlog.legacy.upgrade import upgrade_legacy_chain
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.codec import SQLITE_MAX_MEMBERS
 from agentlog.store.filelock import discard_lock_file, flock_holder, lock_in_process, lock_session_file

@@ -24,7 +24,7 @@ from agentlog.errors import (
     SessionCorruptionError,
     SessionFormatUnsupportedError,
 )
-from agentlog.legacy import STORED_EVENT_TYPES, chain_writers
+from agentlog.legacy.upgrade import STORED_EVENT_TYPES, chain_writers
 from agentlog.store.codec import (
     MIN_RUN,
     ROW_TAGS,

@@ -19,7 +19,7 @@ from agentlog.errors import (
     SessionCorruptionError,
     SessionFormatUnsupportedError,
 )
-from agentlog.legacy import needs_prefix, upgrade_legacy, upgrade_legacy_chain
+from agentlog.legacy.upgrade import needs_prefix, upgrade_legacy, upgrade_legacy_chain
 from agentlog.store.records import StoredLog
 
 __all__ = ["validate_appended", "validate_stored"]

@@ -9,7 +9,7 @@ import pytest
 from agentlog import Event, FrozenDict, InvalidEventError, Replace, Session, SessionHeader
 from agentlog.core.events import KNOWN_EVENT_TYPES
 from agentlog.core.jsonvalue import thaw
-from agentlog.legacy import STORED_EVENT_TYPES, legacy_message_id, needs_prefix, upgrade_legacy
+from agentlog.legacy.upgrade import STORED_EVENT_TYPES, legacy_message_id, needs_prefix, upgrade_legacy
 from tests.contract.logs import LogBuilder
 from tests.legacy_logs import (
     MALFORMED_LEGACY,
@@ -297,7 +297,7 @@ def test_stored_steering_message_decodes_with_its_surface_markers() -> None:
 
 
 def test_a_chain_names_each_segment_after_its_writer_and_drops_nothing() -> None:
-    from agentlog.legacy import upgrade_legacy_chain
+    from agentlog.legacy.upgrade import upgrade_legacy_chain
 
     log = events(legacy_message_log())
     ids = message_ids(upgrade_legacy_chain("kid", log, [(0, "root"), (3, "mid"), (6, "kid")]))

@@ -1,0 +1,1 @@
+"""The DSH legacy-format upgrade: entered only when a header or an event says the data is legacy."""
