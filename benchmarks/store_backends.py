@@ -202,7 +202,7 @@ class JsonlBackend(Backend):
         return str(root)
 
     def open(self, place: str, *, pack: bool = True, fs: FileSystem | None = None) -> Store:
-        from agentlog.store.jsonl import JsonlStore
+        from agentlog.store.jsonl.store import JsonlStore
 
         return JsonlStore(place, compression="zstd" if self.compression == "zstd" else "none",
                           pack_chunks=pack, fs=fs)

@@ -54,7 +54,7 @@ from agentlog.redact import SecretFinding, find_secrets, redact_text, redact_val
 from agentlog.search import Hit, SearchResult, search_store
 from agentlog.stats import SessionStats, StoreStats, store_stats
 from agentlog.store.base import Store
-from agentlog.store.jsonl import JsonlStore
+from agentlog.store.jsonl.store import JsonlStore
 from agentlog.store.memory import MemoryStore
 from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, Unreadable
 from agentlog.store.urls import open_store

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agentlog import JsonlStore, SessionHeader, Store, open_store
-from agentlog.store.zstd_frames import scan_zstd_frames
+from agentlog.store.jsonl.zstd_frames import scan_zstd_frames
 from tests.cli.conftest import crash, invoke, record, run
 
 

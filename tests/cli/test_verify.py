@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from agentlog import Event, SessionHeader
 from agentlog.cli.main import cli
 from agentlog.core.repair import interrupted_turn_closers
-from agentlog.store.jsonl import JsonlStore
+from agentlog.store.jsonl.store import JsonlStore
 from agentlog.store.urls import open_store
 from tests.contract.logs import LogBuilder
 from tests.store.pg_worker import Schema

@@ -16,18 +16,18 @@ from agentlog.audit import audit_session
 from agentlog.cli.main import cli
 from agentlog.core.packed import LazySpan
 from agentlog.errors import SessionCorruptionError
-from agentlog.store.jsonl import JsonlStore
-from agentlog.store.jsonl_checkpoint import (
+from agentlog.store.jsonl.checkpoint import (
     _read_core,
     _read_messages,
     checkpoint_path,
     encode_checkpoint,
     prefix_digests,
 )
-from agentlog.store.jsonl_format import compress_frame
-from agentlog.store.zstd_frames import scan_zstd_frames
+from agentlog.store.jsonl.format import compress_frame
+from agentlog.store.jsonl.store import JsonlStore
+from agentlog.store.jsonl.zstd_frames import scan_zstd_frames
 from agentlog.upgrade import check_upgrade
-from tests.store.test_jsonl_checkpoint import SID, Compression, record, transcript
+from tests.store.jsonl.test_checkpoint import SID, Compression, record, transcript
 
 BAD_FROM = b'"data":{"turn":1,"reason"'
 BAD_TO = b'"data":{"turn":1,"reasoX"'

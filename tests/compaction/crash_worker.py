@@ -11,7 +11,7 @@ import sys
 from agentlog.compaction.engine import Compactor
 from agentlog.core.header import SessionHeader
 from agentlog.recorder import Recorder
-from agentlog.store.jsonl import JsonlStore
+from agentlog.store.jsonl.store import JsonlStore
 from tests.compaction.helpers import BlockingSummarizer, fill, record_turn
 
 

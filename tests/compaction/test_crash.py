@@ -16,7 +16,7 @@ from agentlog.compaction.invariants import CompactionInvariantChecker, check_com
 from agentlog.compaction.lock import scan_lock
 from agentlog.core.invariants import check_invariants
 from agentlog.recorder import Recorder
-from agentlog.store.jsonl import JsonlStore
+from agentlog.store.jsonl.store import JsonlStore
 from tests.compaction.helpers import FixedSummarizer, fill, record_turn
 
 REPO = Path(__file__).resolve().parents[2]

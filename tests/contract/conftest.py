@@ -21,7 +21,7 @@ def _memory(tmp: Path) -> StoreFactory:
 
 def _jsonl(compression: Literal["zstd", "none"]) -> Callable[[Path], StoreFactory]:
     def factory(tmp: Path) -> StoreFactory:
-        from agentlog.store.jsonl import JsonlStore
+        from agentlog.store.jsonl.store import JsonlStore
 
         return lambda: JsonlStore(tmp / "root", compression=compression, write_delay_ms=20)
 

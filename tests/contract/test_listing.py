@@ -14,8 +14,8 @@ import pytest
 
 from agentlog import AgentlogError, SessionHeader
 from agentlog.store.base import Store
-from agentlog.store.jsonl import JsonlStore
-from agentlog.store.jsonl_format import scan_zstd_frames
+from agentlog.store.jsonl.format import scan_zstd_frames
+from agentlog.store.jsonl.store import JsonlStore
 from tests.contract.logs import LogBuilder
 
 IDS = ("s1", "s2", "s3")

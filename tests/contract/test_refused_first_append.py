@@ -14,8 +14,8 @@ import pytest
 
 from agentlog import AgentlogError, SessionHeader, SessionNotFoundError
 from agentlog.store.base import Store
-from agentlog.store.jsonl import JsonlStore
-from agentlog.store.jsonl_format import encode_session_id
+from agentlog.store.jsonl.format import encode_session_id
+from agentlog.store.jsonl.store import JsonlStore
 from agentlog.store.sqlite import SqliteStore
 from tests.contract.conftest import StoreFactory
 

@@ -17,7 +17,7 @@ from agentlog import (
 )
 from agentlog.core.packed import ChunkRun, resolve_entries
 from agentlog.store.codec import decode_line, decode_line_entry, encode_batch
-from agentlog.store.jsonl import JsonlStore
+from agentlog.store.jsonl.store import JsonlStore
 
 HEADER = SessionHeader(id="lazy", created_at=1, cwd="/w")
 

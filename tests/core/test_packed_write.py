@@ -22,7 +22,7 @@ from agentlog.core.jsonvalue import MAX_SAFE_INTEGER
 from agentlog.core.packed import ChunkRun, LogSlice
 from agentlog.core.search_text import indexed_texts
 from agentlog.store.codec import SQLITE_MAX_BYTES, encode_batch, pack_chunk_runs
-from agentlog.store.jsonl import JsonlStore
+from agentlog.store.jsonl.store import JsonlStore
 from agentlog.store.sqlite import SqliteStore
 
 HEADER = SessionHeader(id="packed-write", created_at=1, cwd="/w")

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from agentlog import JsonlStore, Session, SessionHeader, UsageError, open_store
 from agentlog.exporters import EXPORTERS, export
 from agentlog.exporters.markdown import fence
-from agentlog.store.jsonl_header import parse_header_line
+from agentlog.store.jsonl.header import parse_header_line
 from tests.dsh_reader import read_dsh_file
 from tests.exporters.sessions import sample_session
 from tests.strategies import conversations

@@ -14,8 +14,8 @@ import atheris
 
 with atheris.instrument_imports():
     from agentlog.store import codec
-    from agentlog.store.jsonl_format import scan_log
-    from agentlog.store.zstd_frames import scan_zstd_frames
+    from agentlog.store.jsonl.format import scan_log
+    from agentlog.store.jsonl.zstd_frames import scan_zstd_frames
     from tests.fuzz.harness import Compression, check_jsonl_readers, jsonl_seeds
 
 from agentlog import AgentlogError

@@ -18,7 +18,7 @@ from benchmarks.workload import record_workload
 from hypothesis import HealthCheck, settings
 
 from agentlog import AgentlogError, Event, Inspection, SessionNotFoundError, Store
-from agentlog.store.jsonl import JsonlStore
+from agentlog.store.jsonl.store import JsonlStore
 from tests.conftest import SHARED_DATA
 
 Compression = Literal["zstd", "none"]

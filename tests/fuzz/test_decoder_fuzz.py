@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from agentlog import AgentlogError
 from agentlog.core.packed import ChunkRun
 from agentlog.store import codec
-from agentlog.store.jsonl_format import read_header_prefix, scan_log
-from agentlog.store.zstd_frames import decode_frame, decode_torn_frame, scan_zstd_frames
+from agentlog.store.jsonl.format import read_header_prefix, scan_log
+from agentlog.store.jsonl.zstd_frames import decode_frame, decode_torn_frame, scan_zstd_frames
 from tests.fuzz.harness import LONG, SHORT, Damaged, jsonl_seeds
 from tests.fuzz.mutations import mutated
 

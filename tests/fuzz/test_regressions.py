@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentlog import AgentlogError, SessionCorruptionError, SessionFormatUnsupportedError
-from agentlog.store.jsonl import JsonlStore
+from agentlog.store.jsonl.store import JsonlStore
 from agentlog.store.sqlite import SqliteStore
 
 

@@ -18,8 +18,8 @@ from typing import Literal
 import pytest
 
 from agentlog import SessionHeader
-from agentlog.store.jsonl import JsonlStore
-from agentlog.store.jsonl_format import scan_log
+from agentlog.store.jsonl.format import scan_log
+from agentlog.store.jsonl.store import JsonlStore
 
 Compression = Literal["zstd", "none"]
 _SMALL_MB = 1

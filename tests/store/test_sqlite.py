@@ -41,7 +41,7 @@ from agentlog.core.invariants import check_invariants
 from agentlog.core.repair import interrupted_turn_closers
 from agentlog.errors import AgentlogError, ConcurrentWriterError, InvalidEventError, InvalidHeaderError
 from agentlog.store.base import Store
-from agentlog.store.jsonl import JsonlStore
+from agentlog.store.jsonl.store import JsonlStore
 from agentlog.store.sqlite import SqliteStore
 from agentlog.store.sqlite_rows import COMPRESS_AT, decode_physical_row, decode_seqs, encode_seqs
 from agentlog.store.sqlite_schema import APPLICATION_ID, DSH_APPLICATION_ID, USER_VERSION

@@ -16,7 +16,7 @@ from agentlog.core.header import SessionHeader
 from agentlog.errors import UsageError
 from agentlog.exporters import EXPORTERS, View, export
 from agentlog.store.base import Store
-from agentlog.store.jsonl import JsonlStore
+from agentlog.store.jsonl.store import JsonlStore
 from agentlog.store.sqlite import SqliteStore
 
 

@@ -18,8 +18,8 @@ from agentlog.errors import UsageError
 from agentlog.exporters.source import ExportSource
 from agentlog.redact import find_secrets, may_hold, placeholder, redact_value
 from agentlog.store.codec import encode_batch
-from agentlog.store.jsonl_forks import public_header
-from agentlog.store.jsonl_header import encode_header_line
+from agentlog.store.jsonl.forks import public_header
+from agentlog.store.jsonl.header import encode_header_line
 
 __all__ = ["delta_streams", "jsonl", "redact_events"]
 

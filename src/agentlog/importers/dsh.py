@@ -19,8 +19,8 @@ from agentlog.errors import AgentlogError
 from agentlog.importers.builder import Imported
 from agentlog.importers.dsh_sqlite import SQLITE_MAGIC, import_dsh_sqlite
 from agentlog.importers.source import SourceFile
-from agentlog.store.jsonl_format import decode_complete_frames, first_stored_seq, scan_log
-from agentlog.store.zstd_frames import ZSTD_MAGIC
+from agentlog.store.jsonl.format import decode_complete_frames, first_stored_seq, scan_log
+from agentlog.store.jsonl.zstd_frames import ZSTD_MAGIC
 
 __all__ = ["import_dsh"]
 

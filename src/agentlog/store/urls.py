@@ -49,7 +49,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
 
         store: Store = MemoryStore(write_delay_ms=delay)
     elif scheme == "jsonl":
-        from agentlog.store.jsonl import JsonlStore
+        from agentlog.store.jsonl.store import JsonlStore
 
         if not path:
             raise UsageError(f"jsonl store URL needs a directory: {url!r}")

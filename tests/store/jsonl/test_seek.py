@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from agentlog import Event, SessionHeader
 from agentlog.core.packed import resolve_entries
 from agentlog.store.fs import FileSystem
-from agentlog.store.jsonl import JsonlStore
-from agentlog.store.jsonl_format import MARK_STEP, compress_frame, encode_batch, scan_log, scan_suffix
-from agentlog.store.jsonl_seek import SEEK_SUFFIX
+from agentlog.store.jsonl.format import MARK_STEP, compress_frame, encode_batch, scan_log, scan_suffix
+from agentlog.store.jsonl.seek import SEEK_SUFFIX
+from agentlog.store.jsonl.store import JsonlStore
 from agentlog.store.writer import LiveSession
 
 Compression = Literal["zstd", "none"]

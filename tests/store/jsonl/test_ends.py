@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agentlog import ConcurrentWriterError, SessionHeader
-from agentlog.store.jsonl import JsonlStore
-from agentlog.store.jsonl_ends import TranscriptEnds
+from agentlog.store.jsonl.ends import TranscriptEnds
+from agentlog.store.jsonl.store import JsonlStore
 
 
 def test_a_read_that_raced_the_stores_own_write_never_moves_the_end_back() -> None:

@@ -21,7 +21,7 @@ from agentlog.core.events import Event
 from agentlog.core.header import SessionHeader
 from agentlog.core.packed import resolve_entries
 from agentlog.errors import InvalidHeaderError, SessionCorruptionError, SessionFormatUnsupportedError
-from agentlog.store.jsonl_format import (
+from agentlog.store.jsonl.format import (
     TRANSCRIPT_RAW,
     TRANSCRIPT_ZSTD,
     LogScan,

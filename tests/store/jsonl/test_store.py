@@ -37,10 +37,10 @@ from agentlog.core.repair import interrupted_turn_closers
 from agentlog.store.base import Store
 from agentlog.store.fs import FileSystem
 from agentlog.store.hooks import _State
-from agentlog.store.jsonl import JsonlStore
-from agentlog.store.jsonl_format import SHARED_PREFIX_KEY, encode_header_line
+from agentlog.store.jsonl.format import SHARED_PREFIX_KEY, encode_header_line
+from agentlog.store.jsonl.store import JsonlStore
+from agentlog.store.jsonl.zstd_frames import compress_frame
 from agentlog.store.writer import LiveSession
-from agentlog.store.zstd_frames import compress_frame
 from tests.contract.logs import LogBuilder, wire
 from tests.dsh_reader import read_dsh_file, split_zstd_frames
 
@@ -991,7 +991,7 @@ def test_directories_and_transcripts_are_private_to_the_owner(tmp_path: Path) ->
 @pytest.mark.parametrize("compressed", [False, True])
 def test_prefix_scan_stops_after_the_requested_seq(tmp_path: Path, compressed: bool) -> None:
     from agentlog.core.packed import resolve_entries
-    from agentlog.store.jsonl_format import scan_log
+    from agentlog.store.jsonl.format import scan_log
 
     store = jsonl(tmp_path / "root", "zstd" if compressed else "none")
     log = make_log(6 if compressed else 200)  # raw: larger than one 64 KiB scanning step

@@ -51,9 +51,9 @@ from agentlog.core.session import Session
 from agentlog.core.storable import PLAIN_STORED_TYPES, refuse_retired, refuse_unknown
 from agentlog.errors import AgentlogError, SessionCorruptionError
 from agentlog.legacy.upgrade import upgrade_legacy
-from agentlog.store.jsonl_forks import JsonlForks, Transcript, is_shared, public_header
-from agentlog.store.jsonl_format import read_header_prefix, scan_suffix
-from agentlog.store.jsonl_seek import Identity, SeekIndex, identity_of
+from agentlog.store.jsonl.forks import JsonlForks, Transcript, is_shared, public_header
+from agentlog.store.jsonl.format import read_header_prefix, scan_suffix
+from agentlog.store.jsonl.seek import Identity, SeekIndex, identity_of
 from agentlog.store.records import StoredLog
 
 if TYPE_CHECKING:
@@ -223,7 +223,7 @@ def _header_end(data: bytes, compressed: bool) -> int:
     """Where the first batch starts: after the header line (raw) or the header frame (zstd)."""
     if not compressed:
         return data.index(b"\n") + 1
-    from agentlog.store.zstd_frames import scan_zstd_frames
+    from agentlog.store.jsonl.zstd_frames import scan_zstd_frames
 
     frames = scan_zstd_frames(data, max_frames=1, path="").frames
     if not frames:

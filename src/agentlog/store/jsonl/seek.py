@@ -24,7 +24,7 @@ from typing import BinaryIO, Final
 
 from agentlog.core.header import SessionHeader
 from agentlog.errors import AgentlogError
-from agentlog.store.jsonl_format import read_header_prefix
+from agentlog.store.jsonl.format import read_header_prefix
 
 __all__ = [
     "SEEK_SUFFIX", "Identity", "IndexedRead", "SeekIndex", "identity_of", "read_indexed", "revision_of",

@@ -28,13 +28,13 @@ from agentlog.compaction.engine import Compactor
 from agentlog.core.packed import LazySpan
 from agentlog.core.session import Session
 from agentlog.errors import AgentlogError
-from agentlog.store import jsonl_checkpoint
-from agentlog.store.jsonl import JsonlStore
-from agentlog.store.jsonl_checkpoint import CHECKPOINT_SUFFIX
-from agentlog.store.jsonl_format import compress_frame, encode_batch, encode_header_line
+from agentlog.store.jsonl.checkpoint import CHECKPOINT_SUFFIX
+from agentlog.store.jsonl.format import compress_frame, encode_batch, encode_header_line
+from agentlog.store.jsonl.store import JsonlStore
+from agentlog.store.jsonl import checkpoint as jsonl_checkpoint
 from tests.compaction.helpers import FixedSummarizer
 from tests.legacy_logs import legacy_message_log
-from tests.store.test_jsonl_seek import full_scan, indexed
+from tests.store.jsonl.test_seek import full_scan, indexed
 from tests.strategies import Op, run_ops, session_ops, user_message
 
 Compression = Literal["zstd", "none"]
@@ -370,7 +370,7 @@ def test_compaction_after_a_resume_equals_compaction_after_a_full_read(
     assert results[0] == results[1]
 
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.15, 0.3])
@@ -379,7 +379,7 @@ def test_sigkill_while_checkpointing_then_open_equals_the_full_restore(
 ) -> None:
     root = tmp_path / "root"
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.checkpoint_worker", str(root), compression],
+        [sys.executable, "-m", "tests.store.jsonl.checkpoint_worker", str(root), compression],
         stdout=subprocess.PIPE, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert process.stdout is not None
     try:

@@ -24,14 +24,14 @@ from agentlog.core.packed import ChunkRun, LogEntry, resolve_entries
 from agentlog.errors import AgentlogError, SessionCorruptionError, SessionFormatUnsupportedError
 from agentlog.legacy.upgrade import STORED_EVENT_TYPES
 from agentlog.store import codec
-from agentlog.store.jsonl_header import (
+from agentlog.store.jsonl.header import (
     SHARED_PREFIX_KEY,
     encode_header_line,
     js_text,
     parse_header_line,
     try_parse_header_line,
 )
-from agentlog.store.jsonl_paths import (
+from agentlog.store.jsonl.paths import (
     NO_CWD_PROJECT,
     TRANSCRIPT_RAW,
     TRANSCRIPT_ZSTD,
@@ -39,7 +39,7 @@ from agentlog.store.jsonl_paths import (
     encode_session_id,
     project_key,
 )
-from agentlog.store.zstd_frames import (
+from agentlog.store.jsonl.zstd_frames import (
     FrameScan,
     FrameWalker,
     compress_frame,

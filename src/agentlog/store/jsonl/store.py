@@ -39,10 +39,10 @@ from agentlog.legacy.upgrade import chain_writers
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.filelock import lock_session_file
 from agentlog.store.fs import FileSystem, io_error
-from agentlog.store.jsonl_checkpoint import DEFAULT_CHECKPOINT_BYTES, JsonlCheckpoints
-from agentlog.store.jsonl_ends import TranscriptEnds
-from agentlog.store.jsonl_forks import Transcript, is_shared, public_header
-from agentlog.store.jsonl_format import (
+from agentlog.store.jsonl.checkpoint import DEFAULT_CHECKPOINT_BYTES, JsonlCheckpoints
+from agentlog.store.jsonl.ends import TranscriptEnds
+from agentlog.store.jsonl.forks import Transcript, is_shared, public_header
+from agentlog.store.jsonl.format import (
     TRANSCRIPT_RAW,
     TRANSCRIPT_ZSTD,
     compress_frame,
@@ -58,8 +58,8 @@ from agentlog.store.jsonl_format import (
     scan_suffix,
     scan_zstd_frames,
 )
-from agentlog.store.jsonl_paths import check_id_length, is_dir_entry, listed_id
-from agentlog.store.jsonl_seek import SeekIndex, identity_of, read_indexed, revision_of
+from agentlog.store.jsonl.paths import check_id_length, is_dir_entry, listed_id
+from agentlog.store.jsonl.seek import SeekIndex, identity_of, read_indexed, revision_of
 from agentlog.store.records import Listing, RawArtifact, Snapshot, StoredLog, Unreadable, WriterLock
 
 __all__ = ["JsonlStore"]

@@ -9,7 +9,7 @@ import pytest
 import zstandard
 
 from agentlog.errors import SessionCorruptionError
-from agentlog.store.zstd_frames import (
+from agentlog.store.jsonl.zstd_frames import (
     ZSTD_MAGIC,
     compress_frame,
     decode_frame,

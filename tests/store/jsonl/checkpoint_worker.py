@@ -1,7 +1,7 @@
 """A process that keeps closing and reopening one JSONL session, each close writing a checkpoint:
 the checkpoint tests SIGKILL it at random moments, often inside a checkpoint write.
 
-Usage: python -m tests.store.checkpoint_worker ROOT COMPRESSION
+Usage: python -m tests.store.jsonl.checkpoint_worker ROOT COMPRESSION
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Literal, cast
 from benchmarks.workload import record_workload
 
 from agentlog.core.header import SessionHeader
-from agentlog.store.jsonl import JsonlStore
+from agentlog.store.jsonl.store import JsonlStore
 
 
 def main(root: str, compression: str) -> None:

@@ -28,7 +28,7 @@ from agentlog.store.base import Store
 from agentlog.store.filelock import discard_lock_file, flock_holder
 from agentlog.store.fs import FileSystem, io_error
 from agentlog.store.hooks import _State
-from agentlog.store.jsonl_format import (
+from agentlog.store.jsonl.format import (
     SHARED_PREFIX_KEY,
     TornTail,
     decode_session_id,

@@ -22,7 +22,7 @@ from agentlog import (
 )
 from agentlog.core.repair import interrupted_turn_closers
 from agentlog.store.fs import FileSystem
-from agentlog.store.jsonl import JsonlStore
+from agentlog.store.jsonl.store import JsonlStore
 from tests.contract.logs import LogBuilder, wire
 
 HEADER = SessionHeader(id="s1", created_at=1000, cwd="/home/user/project")
