@@ -36,7 +36,7 @@ QUERIES: Final = (("rare", RARE.upper()), ("common", "the"), ("absent", "no such
 
 @contextmanager
 def _sqlite(tmp: Path) -> Iterator[Store]:
-    from agentlog.store.sqlite import SqliteStore
+    from agentlog.store.sqlite.store import SqliteStore
 
     store = SqliteStore(tmp / "db" / "search.db", write_delay_ms=1)
     try:
@@ -51,7 +51,7 @@ def _postgres(tmp: Path) -> Iterator[Store]:
 
     import psycopg
 
-    from agentlog.store.postgres import PostgresStore
+    from agentlog.store.postgres.store import PostgresStore
 
     schema = f"agentlog_bench_search_{uuid.uuid4().hex[:12]}"
     store = PostgresStore(postgres_dsn(), schema=schema, write_delay_ms=1, pool_min=0, pool_max=2)

@@ -276,7 +276,7 @@ class SqliteBackend(Backend):
         return str(root / "sessions.db")
 
     def open(self, place: str, *, pack: bool = True, fs: FileSystem | None = None) -> Store:
-        from agentlog.store.sqlite import SqliteStore
+        from agentlog.store.sqlite.store import SqliteStore
 
         return SqliteStore(place)
 
@@ -425,7 +425,7 @@ class PostgresBackend(Backend):
         return schema
 
     def open(self, place: str, *, pack: bool = True, fs: FileSystem | None = None) -> Store:
-        from agentlog.store.postgres import PostgresStore
+        from agentlog.store.postgres.store import PostgresStore
 
         return PostgresStore(self.dsn, schema=place)
 

@@ -74,8 +74,8 @@ if TYPE_CHECKING:
     from agentlog.exporters import EXPORTERS, ExportSource
     from agentlog.exporters import export as export_session
     from agentlog.importers import IMPORTERS, Imported, SourceFile, save_imported
-    from agentlog.store.postgres import PostgresStore
-    from agentlog.store.sqlite import SqliteStore
+    from agentlog.store.postgres.store import PostgresStore
+    from agentlog.store.sqlite.store import SqliteStore
     from agentlog.upgrade import UpgradeCheck, check_upgrade
 
 __version__ = "0.1.0"
@@ -108,8 +108,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Imported": ("agentlog.importers", "Imported"),
     "SourceFile": ("agentlog.importers", "SourceFile"),
     "save_imported": ("agentlog.importers", "save_imported"),
-    "PostgresStore": ("agentlog.store.postgres", "PostgresStore"),
-    "SqliteStore": ("agentlog.store.sqlite", "SqliteStore"),
+    "PostgresStore": ("agentlog.store.postgres.store", "PostgresStore"),
+    "SqliteStore": ("agentlog.store.sqlite.store", "SqliteStore"),
     "UpgradeCheck": ("agentlog.upgrade", "UpgradeCheck"),
     "check_upgrade": ("agentlog.upgrade", "check_upgrade"),
 }

@@ -94,7 +94,7 @@ def _snapshot(store: Store) -> AbstractContextManager[None]:
     """A PostgreSQL store's consistent read-only view; the memory stores need none."""
     if store.name != "postgres":
         return nullcontext()
-    from agentlog.store.postgres import PostgresStore
+    from agentlog.store.postgres.store import PostgresStore
 
     assert isinstance(store, PostgresStore)
     return store.read_snapshot()

@@ -81,7 +81,7 @@ def _rows(schema: Any) -> list[list[tuple[Any, ...]]]:
 
 
 def test_check_upgrade_on_postgres_reads_one_read_only_snapshot_and_blocks_no_writer() -> None:
-    from agentlog.store.postgres import PostgresStore
+    from agentlog.store.postgres.store import PostgresStore
     from agentlog.upgrade import check_upgrade
     from tests.store.pg_worker import Schema
 

@@ -49,7 +49,7 @@ def _drop_postgres_schemas() -> Iterator[None]:
 
 
 def _sqlite(tmp: Path) -> StoreFactory:
-    from agentlog.store.sqlite import SqliteStore
+    from agentlog.store.sqlite.store import SqliteStore
 
     return lambda: SqliteStore(tmp / "db" / "sessions.db", write_delay_ms=20)
 

@@ -16,7 +16,7 @@ from agentlog import AgentlogError, SessionHeader, SessionNotFoundError
 from agentlog.store.base import Store
 from agentlog.store.jsonl.format import encode_session_id
 from agentlog.store.jsonl.store import JsonlStore
-from agentlog.store.sqlite import SqliteStore
+from agentlog.store.sqlite.store import SqliteStore
 from tests.contract.conftest import StoreFactory
 
 SID = "first-refused"

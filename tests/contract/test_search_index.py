@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentlog.store import sqlite_search
 from agentlog.store.base import Store
-from agentlog.store.sqlite import SqliteStore
+from agentlog.store.sqlite import search as sqlite_search
+from agentlog.store.sqlite.store import SqliteStore
 from tests.search_sessions import TRICKY, assert_index_equals_scan, record, texts
 
 

@@ -23,7 +23,7 @@ from agentlog.core.packed import ChunkRun, LogSlice
 from agentlog.core.search_text import indexed_texts
 from agentlog.store.codec import SQLITE_MAX_BYTES, encode_batch, pack_chunk_runs
 from agentlog.store.jsonl.store import JsonlStore
-from agentlog.store.sqlite import SqliteStore
+from agentlog.store.sqlite.store import SqliteStore
 
 HEADER = SessionHeader(id="packed-write", created_at=1, cwd="/w")
 

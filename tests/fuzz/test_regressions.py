@@ -9,7 +9,7 @@ import pytest
 
 from agentlog import AgentlogError, SessionCorruptionError, SessionFormatUnsupportedError
 from agentlog.store.jsonl.store import JsonlStore
-from agentlog.store.sqlite import SqliteStore
+from agentlog.store.sqlite.store import SqliteStore
 
 
 def _one_turn_database(tmp_path: Path) -> Path:

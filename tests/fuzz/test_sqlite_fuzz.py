@@ -14,7 +14,7 @@ from benchmarks.workload import record_workload
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from agentlog.store.sqlite import SqliteStore
+from agentlog.store.sqlite.store import SqliteStore
 from tests.fuzz.harness import LONG, SHORT, check_loaded, outcome, read_only_readers
 from tests.fuzz.mutations import mutated
 

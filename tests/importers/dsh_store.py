@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agentlog import Event, SessionHeader
-from agentlog.store.sqlite_rows import encode_rows
+from agentlog.store.sqlite.rows import encode_rows
 
 SCHEMA_17 = """
 CREATE TABLE persistence_state(singleton INTEGER PRIMARY KEY CHECK(singleton=1),

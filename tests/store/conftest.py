@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentlog.store.postgres import PostgresStore
+from agentlog.store.postgres.store import PostgresStore
 from tests.store.pg_worker import Schema
 
 

@@ -82,7 +82,7 @@ class Schema:
         return f"{self.dsn}?schema={self.name}"
 
     def store(self, **options: Any) -> Any:
-        from agentlog.store.postgres import PostgresStore
+        from agentlog.store.postgres.store import PostgresStore
 
         return PostgresStore(self.dsn, schema=self.name, **options)
 
@@ -140,7 +140,7 @@ def _say(*parts: object) -> None:
 
 
 def _store(dsn: str, schema: str, **options: Any) -> Any:
-    from agentlog.store.postgres import PostgresStore
+    from agentlog.store.postgres.store import PostgresStore
 
     return PostgresStore(dsn, schema=schema, pool_min=0, pool_max=2, **options)
 

@@ -47,7 +47,7 @@ def _sqlite(tmp: Path) -> Backend:
                          "sessions WHERE id = ?) ORDER BY seq DESC LIMIT 1", (session_id,))
 
     def factory() -> GroupCommitStore:
-        from agentlog.store.sqlite import SqliteStore
+        from agentlog.store.sqlite.store import SqliteStore
 
         return SqliteStore(path, write_delay_ms=10_000)
 

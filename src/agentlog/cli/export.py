@@ -17,7 +17,7 @@ from agentlog.errors import UsageError
 from agentlog.exporters import EXPORTERS, View, export
 from agentlog.store.base import Store
 from agentlog.store.jsonl.store import JsonlStore
-from agentlog.store.sqlite import SqliteStore
+from agentlog.store.sqlite.store import SqliteStore
 
 
 def write_output(data: bytes, output: Path | None) -> None:

@@ -15,8 +15,8 @@ from agentlog.core.header import SessionHeader
 from agentlog.errors import AgentlogError
 from agentlog.importers.builder import Imported
 from agentlog.importers.source import SourceFile
-from agentlog.store.sqlite_rows import scan_rows
-from agentlog.store.sqlite_schema import DSH_APPLICATION_ID
+from agentlog.store.sqlite.rows import scan_rows
+from agentlog.store.sqlite.schema import DSH_APPLICATION_ID
 
 __all__ = ["SQLITE_MAGIC", "import_dsh_sqlite"]
 

@@ -60,14 +60,14 @@ def open_store(url: str, *, create: bool = True) -> Store:
         store = JsonlStore(os.path.expanduser(path), compression="zstd" if compression == "zstd" else "none",
                            pack_chunks=pack, write_delay_ms=delay, create=create)
     elif scheme == "sqlite":
-        from agentlog.store.sqlite import SqliteStore
+        from agentlog.store.sqlite.store import SqliteStore
 
         if not path:
             raise UsageError(f"sqlite store URL needs a file path: {url!r}")
         store = SqliteStore(os.path.expanduser(path), write_delay_ms=delay, create=create)
     elif scheme in ("postgresql", "postgres"):
         try:
-            from agentlog.store.postgres import PostgresStore
+            from agentlog.store.postgres.store import PostgresStore
         except ImportError as exc:
             raise UsageError(
                 "the PostgreSQL store needs psycopg: pip install 'agentlog[postgres]'"

@@ -28,10 +28,10 @@ from agentlog.compaction.engine import Compactor
 from agentlog.core.packed import LazySpan
 from agentlog.core.session import Session
 from agentlog.errors import AgentlogError
+from agentlog.store.jsonl import checkpoint as jsonl_checkpoint
 from agentlog.store.jsonl.checkpoint import CHECKPOINT_SUFFIX
 from agentlog.store.jsonl.format import compress_frame, encode_batch, encode_header_line
 from agentlog.store.jsonl.store import JsonlStore
-from agentlog.store.jsonl import checkpoint as jsonl_checkpoint
 from tests.compaction.helpers import FixedSummarizer
 from tests.legacy_logs import legacy_message_log
 from tests.store.jsonl.test_seek import full_scan, indexed

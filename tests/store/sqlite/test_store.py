@@ -42,13 +42,13 @@ from agentlog.core.repair import interrupted_turn_closers
 from agentlog.errors import AgentlogError, ConcurrentWriterError, InvalidEventError, InvalidHeaderError
 from agentlog.store.base import Store
 from agentlog.store.jsonl.store import JsonlStore
-from agentlog.store.sqlite import SqliteStore
-from agentlog.store.sqlite_rows import COMPRESS_AT, decode_physical_row, decode_seqs, encode_seqs
-from agentlog.store.sqlite_schema import APPLICATION_ID, DSH_APPLICATION_ID, USER_VERSION
+from agentlog.store.sqlite.rows import COMPRESS_AT, decode_physical_row, decode_seqs, encode_seqs
+from agentlog.store.sqlite.schema import APPLICATION_ID, DSH_APPLICATION_ID, USER_VERSION
+from agentlog.store.sqlite.store import SqliteStore
 from agentlog.store.urls import open_store
 from tests.contract.logs import LogBuilder, Wire, wire
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 HEADER = SessionHeader(id="s1", created_at=1000, cwd="/home/user/project")
 Stores = Callable[..., SqliteStore]
 MiB = 1_048_576
@@ -954,7 +954,7 @@ def test_delete_removes_rows_and_the_lock_file_then_the_id_is_free(
 
 _HOLDER = """
 import sys, time
-from agentlog.store.sqlite import SqliteStore
+from agentlog.store.sqlite.store import SqliteStore
 live = SqliteStore(sys.argv[1]).start('held')
 live.session.append('turn/start', {'turn': 1})
 live.flush()
@@ -989,7 +989,7 @@ def test_a_second_process_is_locked_out_by_pid_and_a_killed_holder_releases(db: 
 
 _READ_ONLY = """
 import json, os, sys
-from agentlog.store.sqlite import SqliteStore
+from agentlog.store.sqlite.store import SqliteStore
 import agentlog.store.writer
 if len(sys.argv) > 2:
     os.setgid(int(sys.argv[2])); os.setuid(int(sys.argv[2]))

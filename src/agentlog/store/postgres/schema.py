@@ -16,8 +16,8 @@ import psycopg
 from psycopg import sql
 
 from agentlog.errors import SessionFormatUnsupportedError, StoreError
-from agentlog.store.postgres_rows import ROW_COLUMNS
-from agentlog.store.postgres_search import SEARCH_INSERT, SEARCH_TABLE, fill_index
+from agentlog.store.postgres.rows import ROW_COLUMNS
+from agentlog.store.postgres.search import SEARCH_INSERT, SEARCH_TABLE, fill_index
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SESSION_COLUMNS", "Migration", "Statements", "advisory_key",
            "ensure_schema"]

@@ -69,8 +69,8 @@ from agentlog.store.filelock import discard_lock_file, flock_holder, lock_in_pro
 from agentlog.store.group_commit import Pending, fail_all
 from agentlog.store.hooks import _State
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
-from agentlog.store.sqlite_connection import SqliteConnection
-from agentlog.store.sqlite_rows import (
+from agentlog.store.sqlite.connection import SqliteConnection
+from agentlog.store.sqlite.rows import (
     CORRUPT,
     Segment,
     encode_rows,
@@ -81,7 +81,7 @@ from agentlog.store.sqlite_rows import (
     scan_suffix,
     try_decode,
 )
-from agentlog.store.sqlite_schema import (
+from agentlog.store.sqlite.schema import (
     BUMP_REVISION,
     CHILDREN,
     CLEAR_BASE,
@@ -103,7 +103,7 @@ from agentlog.store.sqlite_schema import (
     header_values,
     session_info,
 )
-from agentlog.store.sqlite_search import candidates, decode_candidates, index_events, unindex_from
+from agentlog.store.sqlite.search import candidates, decode_candidates, index_events, unindex_from
 
 __all__ = ["SqliteStore"]
 

@@ -18,9 +18,9 @@ import pytest
 
 from agentlog import Event, SessionHeader
 from agentlog.errors import ConcurrentWriterError, PersistenceIOError, SessionExistsError
-from agentlog.store.postgres import PostgresStore
-from agentlog.store.postgres_locks import application_name
-from agentlog.store.postgres_rows import ROW_COLUMNS, same_rows
+from agentlog.store.postgres.locks import application_name
+from agentlog.store.postgres.rows import ROW_COLUMNS, same_rows
+from agentlog.store.postgres.store import PostgresStore
 from agentlog.store.writer import LiveSession
 from tests.contract.logs import LogBuilder, wire
 from tests.store.pg_worker import Schema

@@ -29,10 +29,10 @@ from agentlog.core.search_text import Candidates
 from agentlog.errors import AgentlogError, SessionCorruptionError, SessionFormatUnsupportedError
 from agentlog.legacy.upgrade import chain_writers
 from agentlog.store.group_commit import GroupCommitStore
-from agentlog.store.postgres_errors import translate
-from agentlog.store.postgres_rows import scan_rows, scan_suffix
-from agentlog.store.postgres_schema import Statements, ensure_schema
-from agentlog.store.postgres_search import SearchStatements, candidates
+from agentlog.store.postgres.errors import translate
+from agentlog.store.postgres.rows import scan_rows, scan_suffix
+from agentlog.store.postgres.schema import Statements, ensure_schema
+from agentlog.store.postgres.search import SearchStatements, candidates
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable
 
 __all__ = ["PostgresReads", "SessionInfo", "session_info"]

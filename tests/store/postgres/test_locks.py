@@ -10,11 +10,11 @@ import pytest
 
 from agentlog import SessionLockedError, UsageError
 from agentlog.errors import ConcurrentWriterError
-from agentlog.store.postgres import PostgresStore
-from agentlog.store.postgres_locks import application_name
+from agentlog.store.postgres.locks import application_name
+from agentlog.store.postgres.store import PostgresStore
 from agentlog.store.writer import LiveSession
 from tests.store.pg_worker import Schema
-from tests.store.test_postgres_retry import terminate, titled
+from tests.store.postgres.test_retry import terminate, titled
 
 
 def lock_connections(schema: Schema) -> int:

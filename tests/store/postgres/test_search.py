@@ -6,8 +6,8 @@ import pytest
 
 from agentlog import Recorder
 from agentlog.core.search_text import indexed_texts
-from agentlog.store.postgres import PostgresStore
-from agentlog.store.postgres_rows import decode_physical_row
+from agentlog.store.postgres.rows import decode_physical_row
+from agentlog.store.postgres.store import PostgresStore
 from tests.search_sessions import assert_index_equals_scan, hits, record
 from tests.store.pg_worker import Schema
 

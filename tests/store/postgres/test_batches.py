@@ -10,8 +10,8 @@ import pytest
 
 from agentlog import Event, SessionHeader
 from agentlog.errors import ConcurrentWriterError, StoreError
-from agentlog.store.postgres import PostgresStore
-from agentlog.store.postgres_rows import encode_columns, encode_rows
+from agentlog.store.postgres.rows import encode_columns, encode_rows
+from agentlog.store.postgres.store import PostgresStore
 from tests.contract.logs import LogBuilder, wire
 from tests.store.pg_worker import Schema
 

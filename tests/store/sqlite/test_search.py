@@ -12,9 +12,10 @@ import pytest
 from agentlog import Recorder
 from agentlog.core.search_text import indexed_texts
 from agentlog.errors import StoreError
-from agentlog.store import sqlite_schema, sqlite_search
-from agentlog.store.sqlite import SqliteStore
-from agentlog.store.sqlite_rows import decode_physical_row
+from agentlog.store.sqlite import schema as sqlite_schema
+from agentlog.store.sqlite import search as sqlite_search
+from agentlog.store.sqlite.rows import decode_physical_row
+from agentlog.store.sqlite.store import SqliteStore
 from tests.search_sessions import assert_index_equals_scan, hits, record
 
 

@@ -20,8 +20,8 @@ from typing import Any, Final
 import psycopg
 
 from agentlog.errors import SessionLockedError
-from agentlog.store.postgres_errors import translate
-from agentlog.store.postgres_schema import advisory_key
+from agentlog.store.postgres.errors import translate
+from agentlog.store.postgres.schema import advisory_key
 from agentlog.store.records import WriterLock
 
 __all__ = ["AdvisoryLocks", "SessionLock", "locked_error"]

@@ -6,7 +6,7 @@ import sqlite3
 from typing import Final
 
 from agentlog.errors import AgentlogError, PersistenceIOError, SessionCorruptionError, StoreError
-from agentlog.store.sqlite_rows import CORRUPT
+from agentlog.store.sqlite.rows import CORRUPT
 
 __all__ = ["SQLITE_BUSY", "primary_code", "translate_error"]
 

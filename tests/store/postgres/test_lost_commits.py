@@ -21,11 +21,11 @@ from psycopg_pool import ConnectionPool
 
 from agentlog import SessionHeader
 from agentlog.errors import ConcurrentWriterError, ForkError, PersistenceIOError, SessionExistsError
-from agentlog.store.postgres import PostgresStore
-from agentlog.store.postgres_locks import application_name
+from agentlog.store.postgres.locks import application_name
+from agentlog.store.postgres.store import PostgresStore
 from tests.contract.logs import LogBuilder, wire
 from tests.store.pg_worker import Schema
-from tests.store.test_postgres_retry import terminate
+from tests.store.postgres.test_retry import terminate
 
 _WRITES = re.compile(r"\s*(INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
 

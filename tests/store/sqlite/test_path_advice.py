@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentlog.errors import StoreError
-from agentlog.store.sqlite import SqliteStore
+from agentlog.store.sqlite.store import SqliteStore
 
 
 def test_a_database_in_the_shared_temp_dir_is_told_to_use_a_private_directory() -> None:

@@ -19,7 +19,7 @@ from psycopg import sql
 from agentlog.core.events import Event
 from agentlog.core.search_text import SEARCHED_TYPES, Candidates, indexed_texts
 from agentlog.errors import AgentlogError
-from agentlog.store.postgres_rows import ROW_COLUMNS, decode_physical_row
+from agentlog.store.postgres.rows import ROW_COLUMNS, decode_physical_row
 
 __all__ = ["SEARCH_TABLE", "SearchStatements", "candidates", "fill_index", "search_columns"]
 

@@ -21,9 +21,9 @@ from urllib.parse import quote
 from agentlog.errors import AgentlogError, InvalidHeaderError, PersistenceIOError, StoreError
 from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.records import StoredLog
-from agentlog.store.sqlite_errors import translate_error
-from agentlog.store.sqlite_rows import why
-from agentlog.store.sqlite_schema import (
+from agentlog.store.sqlite.errors import translate_error
+from agentlog.store.sqlite.rows import why
+from agentlog.store.sqlite.schema import (
     SELECT_STORE_ID,
     SessionInfo,
     check_identity,

@@ -34,9 +34,9 @@ from agentlog.errors import (
     StoreError,
     UsageError,
 )
-from agentlog.store.postgres import PostgresStore
-from agentlog.store.postgres_rows import decode_physical_row, encode_rows, scan_rows
-from agentlog.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION
+from agentlog.store.postgres.rows import decode_physical_row, encode_rows, scan_rows
+from agentlog.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+from agentlog.store.postgres.store import PostgresStore
 from agentlog.store.urls import open_store
 from tests.contract.logs import LogBuilder, wire
 from tests.store.pg_worker import Schema, crash_app, event_digest, finish, spawn

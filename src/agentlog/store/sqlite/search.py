@@ -18,7 +18,7 @@ from typing import Final
 
 from agentlog.core.events import Event
 from agentlog.core.search_text import SEARCHED_TYPES, indexed_texts
-from agentlog.store.sqlite_rows import Row, try_decode
+from agentlog.store.sqlite.rows import Row, try_decode
 
 __all__ = [
     "FTS_SCHEMA",

@@ -18,10 +18,10 @@ import psycopg
 from psycopg import sql
 
 from agentlog.core.events import Event
-from agentlog.store.postgres_errors import translate
+from agentlog.store.postgres.errors import translate
 
 if TYPE_CHECKING:
-    from agentlog.store.postgres import PostgresStore
+    from agentlog.store.postgres.store import PostgresStore
 
 __all__ = ["afollow", "follow", "wakes"]
 

@@ -67,13 +67,13 @@ from agentlog.legacy.upgrade import upgrade_legacy_chain
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.group_commit import Pending, fail_all
 from agentlog.store.hooks import _State
-from agentlog.store.postgres_errors import translate
-from agentlog.store.postgres_follow import afollow, follow
-from agentlog.store.postgres_locks import AdvisoryLocks, SessionLock, application_name
-from agentlog.store.postgres_reads import PostgresReads, session_info
-from agentlog.store.postgres_rows import encode_columns, same_rows
-from agentlog.store.postgres_schema import SESSION_COLUMNS, Statements
-from agentlog.store.postgres_search import SearchStatements, search_columns
+from agentlog.store.postgres.errors import translate
+from agentlog.store.postgres.follow import afollow, follow
+from agentlog.store.postgres.locks import AdvisoryLocks, SessionLock, application_name
+from agentlog.store.postgres.reads import PostgresReads, session_info
+from agentlog.store.postgres.rows import encode_columns, same_rows
+from agentlog.store.postgres.schema import SESSION_COLUMNS, Statements
+from agentlog.store.postgres.search import SearchStatements, search_columns
 from agentlog.store.records import StoredLog, WriterLock
 
 __all__ = ["PostgresStore"]

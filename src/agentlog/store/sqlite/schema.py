@@ -30,10 +30,10 @@ from agentlog.errors import (
     SessionFormatUnsupportedError,
     StoreError,
 )
-from agentlog.store import sqlite_search
-from agentlog.store.sqlite_errors import SQLITE_BUSY, primary_code
-from agentlog.store.sqlite_rows import CORRUPT, Row
-from agentlog.store.sqlite_search import FTS_SCHEMA, SEARCH_SCHEMA, fill_index
+from agentlog.store.sqlite import search as sqlite_search
+from agentlog.store.sqlite.errors import SQLITE_BUSY, primary_code
+from agentlog.store.sqlite.rows import CORRUPT, Row
+from agentlog.store.sqlite.search import FTS_SCHEMA, SEARCH_SCHEMA, fill_index
 
 __all__ = [
     "APPLICATION_ID",
