@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from agentlog.core.session import Session
-from agentlog.recorder import Recorder, Step
+from agentlog.recording.recorder import Recorder, Step
 from benchmarks.runner import TIMES, Context, Figure, Stat, Suite, Target
 
 __all__ = ["SUITE"]

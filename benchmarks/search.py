@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from agentlog.core.header import SessionHeader
-from agentlog.recorder import Recorder
+from agentlog.recording.recorder import Recorder
 from agentlog.search import search_store
 from agentlog.store.base import Store
 from benchmarks.runner import TIMES, Context, Figure, Stat, Suite

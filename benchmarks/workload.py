@@ -20,7 +20,7 @@ import orjson
 from agentlog.core.events import Event
 from agentlog.core.jsonvalue import FrozenDict, freeze
 from agentlog.core.session import Session
-from agentlog.recorder import Flush, Recorder, Step
+from agentlog.recording.recorder import Flush, Recorder, Step
 
 __all__ = [
     "EVENTS_PER_TURN",

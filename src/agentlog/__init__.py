@@ -49,7 +49,7 @@ from agentlog.errors import (
 )
 from agentlog.follow import follow
 from agentlog.gc import Collected, collect_garbage
-from agentlog.recorder import Recorder, Step, Turn
+from agentlog.recording.recorder import Recorder, Step, Turn
 from agentlog.redact import SecretFinding, find_secrets, redact_text, redact_value
 from agentlog.search import Hit, SearchResult, search_store
 from agentlog.stats import SessionStats, StoreStats, store_stats

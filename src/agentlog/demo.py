@@ -19,7 +19,7 @@ from typing import Any
 
 from agentlog.core.events import Event
 from agentlog.core.header import SessionHeader
-from agentlog.recorder import Recorder, Step
+from agentlog.recording.recorder import Recorder, Step
 from agentlog.store.base import Store
 from agentlog.store.urls import open_store
 

@@ -10,7 +10,7 @@ import openai
 from agentlog import Session, thaw
 from agentlog.compaction.pairing import PairingIndex
 from agentlog.core.events import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_RESULT, TURN_END
-from agentlog.recorder import Step
+from agentlog.recording.recorder import Step
 from tests.adapters.server import Provider
 
 HTTP_ERRORS = [

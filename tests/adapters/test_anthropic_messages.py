@@ -21,7 +21,7 @@ from agentlog.adapters.openai_messages import chat_header
 from agentlog.compaction.engine import Compactor
 from agentlog.core.events import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TURN_END
 from agentlog.core.invariants import check_invariants
-from agentlog.recorder import Step
+from agentlog.recording.recorder import Step
 from tests.adapters.server import Provider, error, sse, sse_cut
 from tests.compaction.helpers import FixedSummarizer, new_session, record_turn
 

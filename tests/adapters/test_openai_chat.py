@@ -26,7 +26,7 @@ from agentlog.adapters.openai_chat import (
 from agentlog.adapters.openai_messages import chat_header, chat_tools, to_chat_messages
 from agentlog.compaction.engine import Compactor
 from agentlog.core.invariants import check_invariants
-from agentlog.recorder import Step
+from agentlog.recording.recorder import Step
 from tests.adapters.helpers import HTTP_ERRORS, aclient, chunks, client, messages, run_tools, turn_end
 from tests.adapters.server import Provider, error, json_reply, sse, sse_cut
 from tests.compaction.helpers import FixedSummarizer, new_session, record_turn

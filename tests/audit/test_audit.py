@@ -272,7 +272,7 @@ def test_a_pruned_tool_result_keeps_its_pair() -> None:
     """The pruner's replace puts the call's shortened result back: no pair is split."""
     from agentlog.compaction.pruner import ToolResultPruner
     from agentlog.compaction.tokens import TokenMeter
-    from agentlog.recorder import Recorder
+    from agentlog.recording.recorder import Recorder
     from tests.compaction.helpers import answer_step, new_session, tool_step
 
     session = new_session()

@@ -10,7 +10,7 @@ import sys
 
 from agentlog.compaction.engine import Compactor
 from agentlog.core.header import SessionHeader
-from agentlog.recorder import Recorder
+from agentlog.recording.recorder import Recorder
 from agentlog.store.jsonl.store import JsonlStore
 from tests.compaction.helpers import BlockingSummarizer, fill, record_turn
 

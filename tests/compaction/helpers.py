@@ -11,7 +11,7 @@ from typing import Any
 from agentlog import Session
 from agentlog.compaction.summary import SummaryRequest, SummaryResult
 from agentlog.core.events import Event
-from agentlog.recorder import Recorder, Turn
+from agentlog.recording.recorder import Recorder, Turn
 
 HEADER: dict[str, Any] = {
     "config": {"provider": "p", "model": "m"},

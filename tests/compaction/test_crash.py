@@ -15,7 +15,7 @@ from agentlog.compaction.events import COMPACTION_END, COMPACTION_START
 from agentlog.compaction.invariants import CompactionInvariantChecker, check_compaction_invariants
 from agentlog.compaction.lock import scan_lock
 from agentlog.core.invariants import check_invariants
-from agentlog.recorder import Recorder
+from agentlog.recording.recorder import Recorder
 from agentlog.store.jsonl.store import JsonlStore
 from tests.compaction.helpers import FixedSummarizer, fill, record_turn
 

@@ -24,7 +24,7 @@ from agentlog.compaction.tokens import TokenMeter
 from agentlog.core.events import Replace
 from agentlog.core.invariants import InvariantChecker, check_invariants
 from agentlog.errors import CompactionError
-from agentlog.recorder import Recorder, Turn
+from agentlog.recording.recorder import Recorder, Turn
 from tests.compaction.helpers import (
     FailingSummarizer,
     FixedSummarizer,

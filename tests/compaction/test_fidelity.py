@@ -17,7 +17,7 @@ from agentlog.compaction.fidelity_report import (
 )
 from agentlog.compaction.fidelity_score import CATEGORIES, compaction_fidelity, match_text
 from agentlog.compaction.summarizers import ExtractiveSummarizer
-from agentlog.recorder import Recorder
+from agentlog.recording.recorder import Recorder
 from tests.compaction.helpers import HEADER, new_session
 from tests.compaction.test_summarizers import assistant, call, checkpoint, conversation, result, text, user
 

@@ -17,7 +17,7 @@ from agentlog.compaction.summary import SummaryRequest, SummaryResult
 from agentlog.compaction.tokens import Measurement, TokenMeter
 from agentlog.core.events import Replace
 from agentlog.errors import CompactionError
-from agentlog.recorder import Recorder
+from agentlog.recording.recorder import Recorder
 from tests.compaction.helpers import (
     BlockingSummarizer,
     FailingSummarizer,

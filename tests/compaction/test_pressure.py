@@ -20,7 +20,7 @@ from agentlog.compaction.summary import SummaryRequest
 from agentlog.compaction.tokens import Measurement, TokenMeter
 from agentlog.core.invariants import InvariantChecker, check_invariants
 from agentlog.errors import CompactionError, TargetPressureConfigError
-from agentlog.recorder import Recorder, Turn
+from agentlog.recording.recorder import Recorder, Turn
 from tests.compaction.helpers import (
     HEADER,
     BlockingSummarizer,

@@ -14,7 +14,7 @@ from agentlog.compaction.invariants import CompactionInvariantChecker, check_com
 from agentlog.compaction.pruner import ToolResultPruner
 from agentlog.core.invariants import InvariantChecker, check_invariants
 from agentlog.errors import CompactionError
-from agentlog.recorder import Recorder, Turn
+from agentlog.recording.recorder import Recorder, Turn
 from tests.compaction.helpers import HEADER, FixedSummarizer, new_session, pairing_problems
 
 PRUNER = ToolResultPruner(PrunerConfig(threshold_chars=120, head_chars=30, tail_chars=20))

@@ -13,7 +13,7 @@ from agentlog.compaction.pruner import ToolResultPruner, prune_content, text_cod
 from agentlog.compaction.tokens import Pricer
 from agentlog.core.events import Replace
 from agentlog.core.invariants import InvariantChecker, check_invariants
-from agentlog.recorder import Recorder
+from agentlog.recording.recorder import Recorder
 from tests.compaction.helpers import new_session, tool_step
 
 

@@ -13,7 +13,7 @@ from agentlog.compaction.tokens import TokenMeter
 from agentlog.core.header import SessionHeader
 from agentlog.core.invariants import check_invariants
 from agentlog.errors import InvariantError
-from agentlog.recorder import Recorder
+from agentlog.recording.recorder import Recorder
 from tests.compaction.helpers import FixedSummarizer, compaction_events, record_turn
 from tests.contract.conftest import (  # noqa: F401 - fixtures
     StoreFactory,

@@ -30,7 +30,7 @@ from agentlog.adapters.common import (
 )
 from agentlog.core.jsonvalue import FrozenDict, dumps, frozen_dict
 from agentlog.errors import MissingExtraError
-from agentlog.recorder import Step, llm_failure
+from agentlog.recording.recorder import Step, llm_failure
 
 try:
     import anthropic

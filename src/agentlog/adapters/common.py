@@ -12,7 +12,7 @@ from agentlog.compaction.engine import CONTEXT_OVERFLOW_CODE
 from agentlog.core.jsonvalue import FrozenDict, frozen_dict
 from agentlog.core.openai_wire import CONTEXT_HINT, STATUS_CODES, retry_after_ms
 from agentlog.errors import AgentlogError
-from agentlog.recorder import Step
+from agentlog.recording.recorder import Step
 
 __all__ = [
     "CONTEXT_OVERFLOW_CODE",

@@ -30,7 +30,7 @@ from agentlog.core.jsonvalue import FrozenDict, frozen_dict
 from agentlog.core.openai_wire import usage_from_openai
 from agentlog.core.session import Session
 from agentlog.errors import MissingExtraError
-from agentlog.recorder import Step, llm_failure
+from agentlog.recording.recorder import Step, llm_failure
 
 try:
     import openai

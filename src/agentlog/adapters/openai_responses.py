@@ -35,7 +35,7 @@ from agentlog.adapters.responses_items import (
 from agentlog.core.jsonvalue import FrozenDict, frozen_dict
 from agentlog.core.session import Session
 from agentlog.errors import MissingExtraError
-from agentlog.recorder import Step
+from agentlog.recording.recorder import Step
 
 try:
     import openai

@@ -17,7 +17,7 @@ from agentlog.adapters.openai_chat import chat_header, chat_stream, tool_calls
 from agentlog.agent.tools import TOOLS, FileTools
 from agentlog.core.header import SessionHeader
 from agentlog.errors import MissingExtraError
-from agentlog.recorder import Recorder
+from agentlog.recording.recorder import Recorder
 
 try:
     import openai

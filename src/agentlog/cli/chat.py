@@ -35,7 +35,7 @@ def chat(state: State, prompts: tuple[str, ...], model: str | None, base_url: st
     from agentlog.agent.tools import FileTools
     from agentlog.compaction.engine import Compactor
     from agentlog.compaction.summarizers import ExtractiveSummarizer
-    from agentlog.recorder import Recorder
+    from agentlog.recording.recorder import Recorder
 
     tools = FileTools(root)
     with open_session(state.store(), resume, cwd=str(tools.root)) as live:

@@ -16,7 +16,7 @@ from agentlog.core.events import Event
 from agentlog.core.invariants import InvariantChecker, check_invariants
 from agentlog.core.jsonvalue import FrozenDict
 from agentlog.core.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT
-from agentlog.recorder import Recorder, llm_failure
+from agentlog.recording.recorder import Recorder, llm_failure
 
 HEADER: dict[str, Any] = {"config": {"provider": "p", "model": "m"}}
 

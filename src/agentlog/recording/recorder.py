@@ -19,8 +19,8 @@ from agentlog.core.invariants import InvariantChecker
 from agentlog.core.jsonvalue import FrozenDict, freeze, frozen_dict
 from agentlog.core.session import Session
 from agentlog.errors import InvalidEventError, UsageError
-from agentlog.recorder_step import Step
-from agentlog.recorder_values import (
+from agentlog.recording.step import Step
+from agentlog.recording.values import (
     CLOSED,
     NEW,
     OPEN,

@@ -30,7 +30,7 @@ from agentlog.core.repair import (
 )
 from agentlog.core.request_header import canonical_header, check_request_header_shape, header_equals
 from agentlog.errors import InvalidEventError, UsageError
-from agentlog.recorder_values import (
+from agentlog.recording.values import (
     CLOSED,
     NEW,
     OPEN,
@@ -46,7 +46,7 @@ from agentlog.recorder_values import (
 )
 
 if TYPE_CHECKING:
-    from agentlog.recorder import Turn
+    from agentlog.recording.recorder import Turn
 
 __all__ = ["Step"]
 

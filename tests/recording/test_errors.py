@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agentlog import AgentlogError, InvalidEventError, Recorder, Session, UsageError
-from agentlog.recorder import Step, Turn
+from agentlog.recording.recorder import Step, Turn
 
 HEADER = {"systemPrompt": "s", "tools": [], "config": {"provider": "p", "model": "m"}}
 

@@ -1,0 +1,1 @@
+"""Recording an agent loop: ``Recorder``, ``Turn`` and ``Step`` write well-formed turns and steps."""
