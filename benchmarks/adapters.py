@@ -178,11 +178,11 @@ def _provider(ctx: Context, name: str, parse: Callable[[], tuple[float, list[Any
 
 _CASES: Final = (
     ("openai", "openai", "openai.types.chat:ChatCompletionChunk",
-     "agentlog.adapters.openai_chat:record_chat_stream", _openai_sse, "http://127.0.0.1:9/v1"),
+     "agentlog.integrations.openai_chat:record_chat_stream", _openai_sse, "http://127.0.0.1:9/v1"),
     ("openai-responses", "openai", "openai.types.responses:ResponseStreamEvent",
-     "agentlog.adapters.openai_responses:record_responses_stream", _responses_sse, "http://127.0.0.1:9/v1"),
+     "agentlog.integrations.openai_responses:record_responses_stream", _responses_sse, "http://127.0.0.1:9/v1"),
     ("anthropic", "anthropic", "anthropic.types:RawMessageStreamEvent",
-     "agentlog.adapters.anthropic_messages:record_messages_stream", _anthropic_sse, "http://127.0.0.1:9"),
+     "agentlog.integrations.anthropic_messages:record_messages_stream", _anthropic_sse, "http://127.0.0.1:9"),
 )
 """Per adapter: its name, its SDK, the type the stream yields, the entry point, the reply, a base URL."""
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.adapters.conftest import provider
+from tests.integrations.conftest import provider
 
 __all__ = ["provider", "root"]
 

@@ -25,8 +25,8 @@ from agentlog.agent.tools import TOOLS
 from agentlog.compaction.events import COMPACTION_END
 from agentlog.core.events import TOOL_RESULT, TURN_END
 from agentlog.core.repair import OUTCOME_UNKNOWN_TEXT, TOOL_OUTCOME_UNKNOWN
-from tests.adapters.server import Provider, error, sse, sse_cut
 from tests.agent.blocking_agent import BLOCK
+from tests.integrations.server import Provider, error, sse, sse_cut
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "coding_agent.py"

@@ -11,7 +11,7 @@ from agentlog import InvalidEventError, LiveSession, MemoryStore, Recorder, chec
 from agentlog.agent.loop import ChatAgent, open_session, session_model
 from agentlog.agent.tools import FileTools
 from agentlog.core.events import TOOL_RESULT, TURN_END
-from tests.adapters.server import Provider, sse
+from tests.integrations.server import Provider, sse
 
 
 def agent(provider: Provider, root: Path, store: MemoryStore,

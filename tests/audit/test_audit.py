@@ -210,7 +210,7 @@ def test_an_output_logged_after_its_call_was_popped_still_answers_the_call() -> 
     """The Agents SDK adapter logs such an output as a tool-sourced user/message; the call has its result."""
     import asyncio
 
-    from agentlog.adapters.openai_agents import AgentlogSession
+    from agentlog.integrations.openai_agents import AgentlogSession
 
     session = AgentlogSession("popped", "memory:")
     call = {"type": "function_call", "call_id": "call_1", "name": "ls", "arguments": "{}"}
@@ -229,8 +229,8 @@ def test_a_pop_by_the_agents_adapter_is_not_judged_as_a_compaction(tmp_path: Pat
 
     from click.testing import CliRunner
 
-    from agentlog.adapters.openai_agents import AgentlogSession
     from agentlog.cli.main import cli
+    from agentlog.integrations.openai_agents import AgentlogSession
 
     url = f"sqlite://{tmp_path / 'agents.db'}"
     session = AgentlogSession("popped", url)

@@ -13,8 +13,8 @@ from agentlog import JsonlStore, check_invariants
 from agentlog.agent.loop import SYSTEM_PROMPT
 from agentlog.cli.main import cli
 from agentlog.core.events import TURN_END
-from tests.adapters.server import Provider, sse
 from tests.agent.conftest import provider, root
+from tests.integrations.server import Provider, sse
 
 __all__ = ["provider", "root"]
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from agentlog import Recorder, SessionHeader, open_store
-from tests.adapters.server import Provider, Reply, serve
 from tests.cli.conftest import crash, invoke, record, run
+from tests.integrations.server import Provider, Reply, serve
 
 BIG = "".join(f"line {n}: some file content that the summary will not repeat\n" for n in range(200))
 

@@ -39,8 +39,8 @@ def test_golden(fmt: str, view: str | None, name: str) -> None:
 
 
 def test_surface_is_the_next_request_and_log_the_whole_transcript() -> None:
-    from agentlog.adapters.anthropic_request import anthropic_request
-    from agentlog.adapters.openai_messages import chat_tools, to_chat_messages
+    from agentlog.integrations.anthropic_request import anthropic_request
+    from agentlog.integrations.openai_messages import chat_tools, to_chat_messages
 
     session = sample_session()
     surface = orjson.loads(export(session.header, session.events, "openai-chat", view="surface"))

@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from agentlog.exporters import export
-from tests.adapters.server import Provider, serve, sse
 from tests.exporters.sessions import sample_session
+from tests.integrations.server import Provider, serve, sse
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentlog import Session
-from agentlog.adapters.openai_messages import to_chat_messages
 from agentlog.importers import SourceFile
 from agentlog.importers.openai_chat import import_openai_chat
+from agentlog.integrations.openai_messages import to_chat_messages
 from tests.conftest import shared_data_dir
 from tests.importers.corpus import real_files
 from tests.importers.helpers import FIXTURES, assert_golden, checked, import_file

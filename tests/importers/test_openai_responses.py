@@ -17,8 +17,8 @@ from agentlog import AgentlogError, Session, SourceFormatError
 from agentlog.exporters import export
 from agentlog.importers import SourceFile
 from agentlog.importers.openai_responses import ORPHAN_OUTPUT, import_openai_responses
-from tests.adapters.helpers import assert_tool_pairs_hold
 from tests.importers.helpers import FIXTURES, assert_golden, checked, import_file
+from tests.integrations.helpers import assert_tool_pairs_hold
 
 SMALL = FIXTURES / "openai-responses" / "small.json"
 

@@ -13,10 +13,10 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
-from agentlog.adapters.openai_chat import chat_header, chat_stream, tool_calls
 from agentlog.agent.tools import TOOLS, FileTools
 from agentlog.core.header import SessionHeader
 from agentlog.errors import MissingExtraError
+from agentlog.integrations.openai_chat import chat_header, chat_stream, tool_calls
 from agentlog.recording.recorder import Recorder
 
 try:

@@ -7,9 +7,9 @@ builds them. Default view: ``surface`` (exactly ``anthropic_request(session)``).
 
 from __future__ import annotations
 
-from agentlog.adapters.anthropic_request import anthropic_request
 from agentlog.core.jsonvalue import dumps_indented
 from agentlog.exporters.source import ExportSource
+from agentlog.integrations.anthropic_request import anthropic_request
 
 __all__ = ["anthropic"]
 

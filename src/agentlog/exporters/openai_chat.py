@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentlog.adapters.openai_messages import chat_messages, chat_tools
 from agentlog.core.jsonvalue import dumps_indented
 from agentlog.exporters.source import ExportSource
+from agentlog.integrations.openai_messages import chat_messages, chat_tools
 
 __all__ = ["openai_chat"]
 

@@ -7,9 +7,9 @@ request header, as the adapter builds them. Default view: ``surface`` (the next 
 
 from __future__ import annotations
 
-from agentlog.adapters.responses_items import responses_request
 from agentlog.core.jsonvalue import dumps_indented
 from agentlog.exporters.source import ExportSource
+from agentlog.integrations.responses_items import responses_request
 
 __all__ = ["openai_responses"]
 

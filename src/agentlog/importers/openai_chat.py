@@ -4,7 +4,7 @@ Three shapes: a list of messages; a request body ``{"model", "messages", "tools"
 tau-bench results ``[{"task_id", "traj": [messages], "reward", ...}]``, one session each. A user
 message opens a turn, an assistant message is a step (its ``tool_calls`` logged as ``tool/call``s),
 ``tool`` messages are its results, ``system`` goes into the request header. Exporting the result
-with ``agentlog.adapters.openai_messages.to_chat_messages`` gives the messages back.
+with ``agentlog.integrations.openai_messages.to_chat_messages`` gives the messages back.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Two shapes: a JSON list of input/output items, or a request body ``{"input": [...],
 "instructions", "tools", "model"}``; one session per file. The items go through
-``agentlog.adapters.responses_events`` (the mapping the stream adapter and the Agents SDK session
+``agentlog.integrations.responses_events`` (the mapping the stream adapter and the Agents SDK session
 use), which keeps every item's shell, so exporting ``openai-responses`` gives the items back.
 """
 
@@ -12,7 +12,6 @@ import itertools
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agentlog.adapters.responses_events import responses_events
 from agentlog.core.bulk import gc_paused
 from agentlog.core.events import REQUEST_HEADER, USER_MESSAGE, Event
 from agentlog.core.header import SessionHeader
@@ -21,6 +20,7 @@ from agentlog.errors import AgentlogError
 from agentlog.importers.builder import Imported
 from agentlog.importers.openai_chat import content_id
 from agentlog.importers.source import SourceFile, json_document
+from agentlog.integrations.responses_events import responses_events
 
 __all__ = ["import_openai_responses"]
 

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.adapters.server import Provider, serve
 from tests.contract.conftest import _drop_postgres_schemas, open_store  # noqa: F401 (store fixtures, by backend)
+from tests.integrations.server import Provider, serve
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from agentlog import Session, thaw
 from agentlog.compaction.pairing import PairingIndex
 from agentlog.core.events import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_RESULT, TURN_END
 from agentlog.recording.recorder import Step
-from tests.adapters.server import Provider
+from tests.integrations.server import Provider
 
 HTTP_ERRORS = [
     (429, "openai_rate_limit", {"retry-after-ms": "1500", "x-request-id": "req_429"},

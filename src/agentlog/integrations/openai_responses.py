@@ -3,7 +3,7 @@
 ``record_responses_stream(step, stream)`` passes each event of ``responses.create(stream=True)``
 on unchanged while logging output text, refusals, reasoning summaries, function-call argument
 deltas, usage and how the response ended; the ``assistant/message`` is then the response's own
-output items (``agentlog.adapters.responses_items``), their shells kept so the next request
+output items (``agentlog.integrations.responses_items``), their shells kept so the next request
 replays them exactly (reasoning ids and ``encrypted_content`` included). ``record_response``
 does the same for a non-streamed ``Response``; ``responses_stream`` opens a streamed request
 built from the log and retries it in the same step when the compactor recovered from a context
@@ -15,7 +15,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any, Final
 
-from agentlog.adapters.common import (
+from agentlog.core.jsonvalue import FrozenDict, frozen_dict
+from agentlog.core.session import Session
+from agentlog.errors import MissingExtraError
+from agentlog.integrations.common import (
     CONTEXT_OVERFLOW_CODE,
     StepRecording,
     arelay,
@@ -23,8 +26,8 @@ from agentlog.adapters.common import (
     relay,
     tool_calls,
 )
-from agentlog.adapters.openai_chat import CONTENT_FILTER_CODE, chat_error
-from agentlog.adapters.responses_items import (
+from agentlog.integrations.openai_chat import CONTENT_FILTER_CODE, chat_error
+from agentlog.integrations.responses_items import (
     REPLAY_KEY,
     responses_request,
     responses_tools,
@@ -32,9 +35,6 @@ from agentlog.adapters.responses_items import (
     split_items,
     to_responses_input,
 )
-from agentlog.core.jsonvalue import FrozenDict, frozen_dict
-from agentlog.core.session import Session
-from agentlog.errors import MissingExtraError
 from agentlog.recording.recorder import Step
 
 try:
@@ -42,7 +42,7 @@ try:
     from openai.types.responses import Response, ResponseStreamEvent
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingExtraError(
-        "agentlog.adapters.openai_responses needs the openai SDK: pip install 'agentlog[openai]'"
+        "agentlog.integrations.openai_responses needs the openai SDK: pip install 'agentlog[openai]'"
     ) from exc
 
 __all__ = [

@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, Literal
 
-from agentlog.adapters.openai_messages import _text_of
 from agentlog.core.jsonvalue import dumps, thaw
 from agentlog.core.repair import NOT_STARTED_TEXT
 from agentlog.core.session import Session
+from agentlog.integrations.openai_messages import _text_of
 
 __all__ = [
     "OPAQUE",

@@ -4,7 +4,7 @@
 ``reasoning_content``, tool-call deltas, usage and the finish reason, then the assembled
 ``assistant/message``; ``record_chat_completion`` does the same for a non-streamed reply.
 Provider errors are re-raised carrying an agentlog ``llm_failure``. ``chat_stream`` opens a
-streamed request built from the log (``agentlog.adapters.openai_messages``, re-exported here)
+streamed request built from the log (``agentlog.integrations.openai_messages``, re-exported here)
 and retries it in the same step when the compactor recovered from a context overflow.
 """
 
@@ -14,7 +14,11 @@ import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any, Final
 
-from agentlog.adapters.common import (
+from agentlog.core.jsonvalue import FrozenDict, frozen_dict
+from agentlog.core.openai_wire import usage_from_openai
+from agentlog.core.session import Session
+from agentlog.errors import MissingExtraError
+from agentlog.integrations.common import (
     CONTEXT_OVERFLOW_CODE,
     StepRecording,
     arelay,
@@ -25,11 +29,7 @@ from agentlog.adapters.common import (
     status_failure,
     tool_calls,
 )
-from agentlog.adapters.openai_messages import ReasoningReplay, chat_header, chat_tools, to_chat_messages
-from agentlog.core.jsonvalue import FrozenDict, frozen_dict
-from agentlog.core.openai_wire import usage_from_openai
-from agentlog.core.session import Session
-from agentlog.errors import MissingExtraError
+from agentlog.integrations.openai_messages import ReasoningReplay, chat_header, chat_tools, to_chat_messages
 from agentlog.recording.recorder import Step, llm_failure
 
 try:
@@ -37,7 +37,7 @@ try:
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingExtraError(
-        "agentlog.adapters.openai_chat needs the openai SDK: pip install 'agentlog[openai]'"
+        "agentlog.integrations.openai_chat needs the openai SDK: pip install 'agentlog[openai]'"
     ) from exc
 
 __all__ = [

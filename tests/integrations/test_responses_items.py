@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentlog import InvalidEventError, Recorder, Session, check_invariants, thaw
-from agentlog.adapters.common import tool_calls
-from agentlog.adapters.responses_events import responses_events, unanswered_calls
-from agentlog.adapters.responses_items import (
+from agentlog.core.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE
+from agentlog.integrations.common import tool_calls
+from agentlog.integrations.responses_events import responses_events, unanswered_calls
+from agentlog.integrations.responses_items import (
     OPAQUE,
     REPLAY_KEY,
     item_side,
@@ -21,8 +22,7 @@ from agentlog.adapters.responses_items import (
     split_items,
     to_responses_input,
 )
-from agentlog.core.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE
-from tests.adapters.helpers import assert_tool_pairs_hold
+from tests.integrations.helpers import assert_tool_pairs_hold
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 IDS = st.sampled_from(["call_a", "call_b", "call_c", "call_d"])

@@ -1,8 +1,8 @@
 """OpenAI Agents SDK session on an agentlog store: a drop-in replacement for ``SQLiteSession``.
 
 ``AgentlogSession(session_id, store)`` implements the SDK's ``Session`` protocol. Items are
-logged as agentlog turns and steps (``agentlog.adapters.responses_events``) and read back from
-the surface exactly as they were added (``agentlog.adapters.responses_items``). ``pop_item``
+logged as agentlog turns and steps (``agentlog.integrations.responses_events``) and read back from
+the surface exactly as they were added (``agentlog.integrations.responses_items``). ``pop_item``
 and ``clear_session`` are surface replacements: the items leave what the model sees, while
 the log, and so ``agentlog show`` and the human transcript, keeps everything.
 """
@@ -15,8 +15,6 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
-from agentlog.adapters.responses_events import responses_events, unanswered_calls
-from agentlog.adapters.responses_items import REPLAY_KEY, items_of_message, split_items
 from agentlog.core.events import (
     ASSISTANT_MESSAGE,
     STEP_END,
@@ -31,6 +29,8 @@ from agentlog.core.jsonvalue import freeze
 from agentlog.core.messages import derive_event_message
 from agentlog.core.session import Session
 from agentlog.errors import MissingExtraError, SessionNotFoundError, UsageError
+from agentlog.integrations.responses_events import responses_events, unanswered_calls
+from agentlog.integrations.responses_items import REPLAY_KEY, items_of_message, split_items
 from agentlog.store.base import Store
 from agentlog.store.urls import open_store
 from agentlog.store.writer import LiveSession
@@ -39,7 +39,7 @@ try:
     from agents.memory.session_settings import SessionSettings, resolve_session_limit
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingExtraError(
-        "agentlog.adapters.openai_agents needs the OpenAI Agents SDK: pip install 'agentlog[agents]'"
+        "agentlog.integrations.openai_agents needs the OpenAI Agents SDK: pip install 'agentlog[agents]'"
     ) from exc
 
 __all__ = ["EDIT_MODEL", "EDIT_PROVIDER", "AgentlogSession"]

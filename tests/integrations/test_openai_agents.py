@@ -31,11 +31,11 @@ from agentlog import (
     thaw,
     transcript,
 )
-from agentlog.adapters.openai_agents import EDIT_PROVIDER, AgentlogSession
 from agentlog.core.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE
-from tests.adapters.helpers import assert_tool_pairs_hold
-from tests.adapters.server import Provider, json_reply, sse
+from agentlog.integrations.openai_agents import EDIT_PROVIDER, AgentlogSession
 from tests.contract.conftest import StoreFactory
+from tests.integrations.helpers import assert_tool_pairs_hold
+from tests.integrations.server import Provider, json_reply, sse
 
 DURABLE_BACKENDS = ["jsonl-zstd", "sqlite", "postgres"]
 CONVERSATION = [
@@ -158,7 +158,7 @@ def test_persistence_across_reopen_and_sessions_isolated(open_store: StoreFactor
 
 CRASH_WORKER = """
 import asyncio, json, sys, time
-from agentlog.adapters.openai_agents import AgentlogSession
+from agentlog.integrations.openai_agents import AgentlogSession
 session = AgentlogSession("durable", sys.argv[1], durable=sys.argv[3] == "durable")
 asyncio.run(session.add_items(json.loads(sys.argv[2])))
 print("ADDED", flush=True)
@@ -320,7 +320,7 @@ def test_a_streamed_run_and_a_sqlite_session_save_the_same_items(provider: Provi
 
 
 def test_importing_the_adapter_module_needs_the_sdk_only_there() -> None:
-    code = ("import sys, agentlog.adapters.responses_items, agentlog.adapters.responses_events; "
+    code = ("import sys, agentlog.integrations.responses_items, agentlog.integrations.responses_events; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('agents', 'openai')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -391,8 +391,8 @@ async def _answered_already(session: AgentlogSession) -> list[Any]:
 @pytest.mark.parametrize("before", [_popped, _cleared, _never_seen, _answered_already],
                          ids=["popped", "cleared", "never-seen", "answered-already"])
 def test_an_output_without_an_open_call_is_kept_but_sent_as_user_text(before: Any) -> None:
-    from agentlog.adapters.openai_messages import chat_messages
-    from agentlog.adapters.responses_items import to_responses_input
+    from agentlog.integrations.openai_messages import chat_messages
+    from agentlog.integrations.responses_items import to_responses_input
 
     session = AgentlogSession("orphan", "memory:")
     kept = run(before(session))

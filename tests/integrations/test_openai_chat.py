@@ -16,20 +16,20 @@ import pytest
 from openai.types.chat import ChatCompletionChunk
 
 from agentlog import Recorder, Session, thaw
-from agentlog.adapters.openai_chat import (
+from agentlog.compaction.engine import Compactor
+from agentlog.core.invariants import check_invariants
+from agentlog.integrations.openai_chat import (
     arecord_chat_stream,
     chat_error,
     chat_failure,
     record_chat_completion,
     record_chat_stream,
 )
-from agentlog.adapters.openai_messages import chat_header, chat_tools, to_chat_messages
-from agentlog.compaction.engine import Compactor
-from agentlog.core.invariants import check_invariants
+from agentlog.integrations.openai_messages import chat_header, chat_tools, to_chat_messages
 from agentlog.recording.recorder import Step
-from tests.adapters.helpers import HTTP_ERRORS, aclient, chunks, client, messages, run_tools, turn_end
-from tests.adapters.server import Provider, error, json_reply, sse, sse_cut
 from tests.compaction.helpers import FixedSummarizer, new_session, record_turn
+from tests.integrations.helpers import HTTP_ERRORS, aclient, chunks, client, messages, run_tools, turn_end
+from tests.integrations.server import Provider, error, json_reply, sse, sse_cut
 
 PATH_ARG = {"type": "object", "properties": {"path": {"type": "string"}}}
 TOOLS = [{"type": "function", "function": {"name": name, "description": description, "parameters": PATH_ARG}}
@@ -337,7 +337,7 @@ def test_unanswered_tool_calls_get_a_synthetic_result_in_the_next_request(provid
 
 
 def test_importing_agentlog_does_not_import_the_provider_sdks() -> None:
-    code = ("import sys, agentlog, agentlog.adapters, agentlog.adapters.openai_messages; "
+    code = ("import sys, agentlog, agentlog.integrations, agentlog.integrations.openai_messages; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from agentlog.adapters.responses_items import REPLAY_KEY, item_side, split_item, split_items
 from agentlog.core.events import (
     ASSISTANT_MESSAGE,
     STEP_END,
@@ -29,6 +28,7 @@ from agentlog.core.events import (
 from agentlog.core.header import now_ms
 from agentlog.core.jsonvalue import freeze
 from agentlog.errors import InvalidEventError
+from agentlog.integrations.responses_items import REPLAY_KEY, item_side, split_item, split_items
 
 __all__ = ["ItemEvents", "responses_events", "unanswered_calls"]
 
@@ -169,7 +169,7 @@ def responses_events(items: Sequence[Any], *, seq: int = 0, turn: int = 1, time:
     surface); an output pairs with one of those or of ``items``, any other is logged as a
     ``user/message`` with the tool's source. ``provider``/``model`` go in the assistant
     messages' source (items do not say which model produced them). No item is dropped: those
-    agentlog has no block for are kept whole (see ``agentlog.adapters.responses_items``); what
+    agentlog has no block for are kept whole (see ``agentlog.integrations.responses_items``); what
     the events cannot carry is the items' timing (one ``time`` for all) and the model of each
     response. Refuses a non-object or non-JSON item, naming its index.
     """

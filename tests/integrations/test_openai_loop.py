@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionChunk
 
 from agentlog import Recorder, thaw
-from agentlog.adapters.openai_chat import achat_stream, chat_header, record_chat_stream, tool_calls
 from agentlog.compaction.engine import Compactor
 from agentlog.core.events import ASSISTANT_MESSAGE
 from agentlog.core.invariants import check_invariants
-from tests.adapters.server import Provider, error, sse
+from agentlog.integrations.openai_chat import achat_stream, chat_header, record_chat_stream, tool_calls
 from tests.compaction.helpers import FixedSummarizer, new_session, record_turn
+from tests.integrations.server import Provider, error, sse
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import orjson
 
-from agentlog.adapters.openai_messages import _text_of
 from agentlog.core.jsonvalue import thaw
 from agentlog.core.repair import NOT_STARTED_TEXT
 from agentlog.core.session import Session
+from agentlog.integrations.openai_messages import _text_of
 
 __all__ = [
     "anthropic_messages", "anthropic_request", "anthropic_system", "anthropic_tools", "to_anthropic_messages",

@@ -12,8 +12,10 @@ import openai
 import pytest
 
 from agentlog import Recorder, Session, thaw
-from agentlog.adapters.openai_chat import chat_failure, chat_header
-from agentlog.adapters.openai_responses import (
+from agentlog.compaction.engine import Compactor
+from agentlog.core.invariants import check_invariants
+from agentlog.integrations.openai_chat import chat_failure, chat_header
+from agentlog.integrations.openai_responses import (
     arecord_responses_stream,
     aresponses_stream,
     record_response,
@@ -22,12 +24,10 @@ from agentlog.adapters.openai_responses import (
     responses_stream,
     to_responses_input,
 )
-from agentlog.compaction.engine import Compactor
-from agentlog.core.invariants import check_invariants
 from agentlog.recording.recorder import Step
-from tests.adapters.helpers import HTTP_ERRORS, aclient, chunks, client, messages, run_tools, turn_end
-from tests.adapters.server import Provider, error, json_reply, sse, sse_cut
 from tests.compaction.helpers import FixedSummarizer, new_session, record_turn
+from tests.integrations.helpers import HTTP_ERRORS, aclient, chunks, client, messages, run_tools, turn_end
+from tests.integrations.server import Provider, error, json_reply, sse, sse_cut
 
 PATH_ARG = {"type": "object", "properties": {"path": {"type": "string"}}}
 TOOLS = [{"type": "function", "function": {"name": name, "description": description, "parameters": PATH_ARG}}

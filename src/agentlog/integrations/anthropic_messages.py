@@ -3,7 +3,7 @@
 ``record_messages_stream(step, stream)`` passes each event of ``messages.create(stream=True)``
 on unchanged while logging text, thinking (signatures kept in the message's replay state so the
 next request is valid), ``tool_use`` input deltas, usage and the stop reason, then the assembled
-``assistant/message``. Request building lives in ``agentlog.adapters.anthropic_request``.
+``assistant/message``. Request building lives in ``agentlog.integrations.anthropic_request``.
 """
 
 from __future__ import annotations
@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any, Final
 
-from agentlog.adapters.anthropic_request import (
+from agentlog.core.jsonvalue import FrozenDict, dumps, frozen_dict
+from agentlog.errors import MissingExtraError
+from agentlog.integrations.anthropic_request import (
     anthropic_request,
     anthropic_system,
     anthropic_tools,
     to_anthropic_messages,
 )
-from agentlog.adapters.common import (
+from agentlog.integrations.common import (
     CONTEXT_OVERFLOW_CODE,
     StepRecording,
     arelay,
@@ -28,15 +30,13 @@ from agentlog.adapters.common import (
     status_failure,
     tool_calls,
 )
-from agentlog.core.jsonvalue import FrozenDict, dumps, frozen_dict
-from agentlog.errors import MissingExtraError
 from agentlog.recording.recorder import Step, llm_failure
 
 try:
     import anthropic
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingExtraError(
-        "agentlog.adapters.anthropic_messages needs the anthropic SDK: pip install 'agentlog[anthropic]'"
+        "agentlog.integrations.anthropic_messages needs the anthropic SDK: pip install 'agentlog[anthropic]'"
     ) from exc
 
 __all__ = [

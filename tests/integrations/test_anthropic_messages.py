@@ -10,20 +10,20 @@ import anthropic
 import pytest
 
 from agentlog import Recorder, Session, thaw
-from agentlog.adapters.anthropic_messages import (
+from agentlog.compaction.engine import Compactor
+from agentlog.core.events import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TURN_END
+from agentlog.core.invariants import check_invariants
+from agentlog.integrations.anthropic_messages import (
     anthropic_error,
     anthropic_request,
     arecord_messages_stream,
     record_messages_stream,
     tool_calls,
 )
-from agentlog.adapters.openai_messages import chat_header
-from agentlog.compaction.engine import Compactor
-from agentlog.core.events import ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TURN_END
-from agentlog.core.invariants import check_invariants
+from agentlog.integrations.openai_messages import chat_header
 from agentlog.recording.recorder import Step
-from tests.adapters.server import Provider, error, sse, sse_cut
 from tests.compaction.helpers import FixedSummarizer, new_session, record_turn
+from tests.integrations.server import Provider, error, sse, sse_cut
 
 MODEL = "claude-sonnet-4-5"
 SYSTEM = "You are a terse coding agent."
