@@ -18,7 +18,7 @@ import orjson
 from agentlog.core.events import Event
 from agentlog.core.header import SessionHeader
 from agentlog.core.jsonvalue import thaw
-from agentlog.exporters import export
+from agentlog.io.exporters import export
 from benchmarks.runner import TIMES, Context, Figure, Stat, Suite
 from benchmarks.workload import workload_events
 

@@ -14,9 +14,9 @@ from typing import Final
 
 from agentlog.compaction.fidelity_report import ClaudeCompaction
 from agentlog.core.session import Session
-from agentlog.importers.claude_code import import_claude_code
-from agentlog.importers.codex import import_codex
-from agentlog.importers.source import SourceFile
+from agentlog.io.importers.claude_code import import_claude_code
+from agentlog.io.importers.codex import import_codex
+from agentlog.io.importers.source import SourceFile
 
 __all__ = ["CUT_IMPORTERS", "load_cut_session"]
 

@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import orjson
 
-from agentlog.importers import IMPORTERS, SourceFile, save_imported
+from agentlog.io.importers import IMPORTERS, SourceFile, save_imported
 from agentlog.store.urls import open_store
 from benchmarks.runner import TIMES, Context, Figure, Stat, Suite, Target
 

@@ -78,8 +78,8 @@ def test_import_agentlog_loads_the_core_only() -> None:
     import sys
 
     probe = ("import sys, agentlog\n"
-             "heavy = ('asyncio', 'ssl', 'agentlog.compaction', 'agentlog.audit', 'agentlog.importers',"
-             " 'agentlog.exporters', 'agentlog.store.postgres.store', 'agentlog.store.sqlite.store',"
+             "heavy = ('asyncio', 'ssl', 'agentlog.compaction', 'agentlog.audit', 'agentlog.io.importers',"
+             " 'agentlog.io.exporters', 'agentlog.store.postgres.store', 'agentlog.store.sqlite.store',"
              " 'sqlite3', 'agentlog.upgrade')\n"
              "print(sorted(name for name in sys.modules if name.startswith(heavy)))\n"
              "agentlog.Compactor, agentlog.export_session, agentlog.IMPORTERS\n"

@@ -71,9 +71,9 @@ if TYPE_CHECKING:
     from agentlog.compaction.summarizers import ExtractiveSummarizer, OpenAICompatibleSummarizer
     from agentlog.compaction.summary import Summarizer, SummaryRequest, SummaryResult, SyncSummarizer
     from agentlog.compaction.tokens import TokenMeter
-    from agentlog.exporters import EXPORTERS, ExportSource
-    from agentlog.exporters import export as export_session
-    from agentlog.importers import IMPORTERS, Imported, SourceFile, save_imported
+    from agentlog.io.exporters import EXPORTERS, ExportSource
+    from agentlog.io.exporters import export as export_session
+    from agentlog.io.importers import IMPORTERS, Imported, SourceFile, save_imported
     from agentlog.store.postgres.store import PostgresStore
     from agentlog.store.sqlite.store import SqliteStore
     from agentlog.upgrade import UpgradeCheck, check_upgrade
@@ -101,13 +101,13 @@ _LAZY: dict[str, tuple[str, str]] = {
     "SummaryResult": ("agentlog.compaction.summary", "SummaryResult"),
     "SyncSummarizer": ("agentlog.compaction.summary", "SyncSummarizer"),
     "TokenMeter": ("agentlog.compaction.tokens", "TokenMeter"),
-    "EXPORTERS": ("agentlog.exporters", "EXPORTERS"),
-    "ExportSource": ("agentlog.exporters", "ExportSource"),
-    "export_session": ("agentlog.exporters", "export"),
-    "IMPORTERS": ("agentlog.importers", "IMPORTERS"),
-    "Imported": ("agentlog.importers", "Imported"),
-    "SourceFile": ("agentlog.importers", "SourceFile"),
-    "save_imported": ("agentlog.importers", "save_imported"),
+    "EXPORTERS": ("agentlog.io.exporters", "EXPORTERS"),
+    "ExportSource": ("agentlog.io.exporters", "ExportSource"),
+    "export_session": ("agentlog.io.exporters", "export"),
+    "IMPORTERS": ("agentlog.io.importers", "IMPORTERS"),
+    "Imported": ("agentlog.io.importers", "Imported"),
+    "SourceFile": ("agentlog.io.importers", "SourceFile"),
+    "save_imported": ("agentlog.io.importers", "save_imported"),
     "PostgresStore": ("agentlog.store.postgres.store", "PostgresStore"),
     "SqliteStore": ("agentlog.store.sqlite.store", "SqliteStore"),
     "UpgradeCheck": ("agentlog.upgrade", "UpgradeCheck"),

@@ -13,7 +13,7 @@ from agentlog import Compactor, ExtractiveSummarizer, Replace, Session, SessionH
 from agentlog.audit import AuditReport, Environment, audit_log, audit_session
 from agentlog.demo import run_demo
 from tests.audit.sessions import crash_recorder, recorded
-from tests.exporters.sessions import sample_session
+from tests.io.exporters.sessions import sample_session
 
 
 def problems(report: AuditReport) -> dict[str, list[str]]:
@@ -182,8 +182,8 @@ def test_an_imported_claude_code_session_with_a_compaction_is_audited(
     tmp_path: Path, shared_data: Path,
 ) -> None:
     """The seed's checklist on a real transcript brought in by ``agentlog import claude-code``."""
-    from agentlog.importers import save_imported
-    from tests.importers.helpers import import_file
+    from agentlog.io.importers import save_imported
+    from tests.io.importers.helpers import import_file
 
     path = next((shared_data / "transcripts/claude-code/marot__spotter").rglob("4d5611e5-*.jsonl"))
     (imported,) = import_file("claude-code", path)

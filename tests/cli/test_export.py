@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from agentlog import SessionHeader, open_store
 from agentlog.cli.main import cli
-from agentlog.exporters import EXPORTERS
-from tests.exporters.sessions import sample_session
+from agentlog.io.exporters import EXPORTERS
+from tests.io.exporters.sessions import sample_session
 
 LEAK = " AKIAIOSFODNN7EXAMPLE sk-proj-Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789 \x1b[2J\x1b]0;pwned\x07 \u202eevil"
 

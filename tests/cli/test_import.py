@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from agentlog import open_store
 from agentlog.cli.main import cli
-from tests.importers.helpers import FIXTURES
+from tests.io.importers.helpers import FIXTURES
 
 SMALL = FIXTURES / "claude-code" / "small.jsonl"
 
@@ -153,8 +153,8 @@ def test_concurrent_imports_of_the_same_files_write_each_session_once(tmp_path: 
 
 def test_replace_is_refused_while_another_writer_holds_the_session(tmp_path: Path) -> None:
     from agentlog.errors import SessionLockedError
-    from agentlog.importers import save_imported
-    from tests.importers.helpers import import_file
+    from agentlog.io.importers import save_imported
+    from tests.io.importers.helpers import import_file
 
     (imported,) = import_file("claude-code", SMALL)
     url = f"jsonl://{tmp_path}"
@@ -187,7 +187,7 @@ def test_many_files_show_a_progress_bar_on_a_terminal(
 
 
 def test_help_lists_every_format_of_the_registry() -> None:
-    from agentlog.importers import IMPORTERS
+    from agentlog.io.importers import IMPORTERS
 
     shown = CliRunner().invoke(cli, ["import", "--help"], terminal_width=200).output
     assert f"FORMAT: {', '.join(IMPORTERS)}." in shown
@@ -226,8 +226,8 @@ def test_a_replacement_the_store_refuses_leaves_the_stored_session(tmp_path: Pat
     import dataclasses
 
     from agentlog import AgentlogError, Event
-    from agentlog.importers import save_imported
-    from tests.importers.helpers import import_file
+    from agentlog.io.importers import save_imported
+    from tests.io.importers.helpers import import_file
 
     (imported,) = import_file("claude-code", SMALL)
     wire = [event.to_wire() for event in imported.events]

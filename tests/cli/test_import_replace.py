@@ -20,9 +20,9 @@ from click.testing import CliRunner
 
 from agentlog import AgentlogError, Event, UsageError, open_store
 from agentlog.cli.main import cli
-from agentlog.importers import Imported, save_imported
-from agentlog.importers.writing import REPLACING_KEY, stand_in_id
-from tests.importers.helpers import FIXTURES, import_file
+from agentlog.io.importers import Imported, save_imported
+from agentlog.io.importers.writing import REPLACING_KEY, stand_in_id
+from tests.io.importers.helpers import FIXTURES, import_file
 
 SMALL = FIXTURES / "claude-code" / "small.jsonl"
 REPO = Path(__file__).resolve().parents[2]
@@ -94,8 +94,8 @@ def test_a_stand_in_id_taken_by_another_session_is_refused(store_url: str) -> No
 CRASH = textwrap.dedent("""
     import os, signal, sys
     from agentlog import open_store
-    from agentlog.importers import save_imported
-    from tests.importers.helpers import import_file
+    from agentlog.io.importers import save_imported
+    from tests.io.importers.helpers import import_file
     from pathlib import Path
 
     store_url, path = sys.argv[1], Path(sys.argv[2])

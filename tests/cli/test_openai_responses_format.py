@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agentlog.cli.main import cli
-from tests.importers.helpers import FIXTURES
 from tests.integrations.server import Provider, serve, sse
+from tests.io.importers.helpers import FIXTURES
 
 SMALL = FIXTURES / "openai-responses" / "small.json"
 KEY = "AKIAIOSFODNN7EXAMPLE"

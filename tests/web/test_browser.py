@@ -272,7 +272,7 @@ def test_the_demo_store_shows_its_repaired_crash_and_its_fork(page: Any, tmp_pat
 def test_an_imported_claude_code_transcript_shows_claudes_compaction(page: Any, tmp_path: Path,
                                                                       shared_data: Path) -> None:
     """A real transcript brought in by ``agentlog import claude-code``: its compaction is bracketed."""
-    from agentlog.importers import IMPORTERS, SourceFile, save_imported
+    from agentlog.io.importers import IMPORTERS, SourceFile, save_imported
 
     path = next((shared_data / "transcripts/claude-code/marot__spotter").rglob("4d5611e5-*.jsonl"))
     (imported,) = IMPORTERS["claude-code"](SourceFile(str(path), path.read_bytes()))

@@ -35,7 +35,7 @@ from agentlog.core.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 from agentlog.core.request_header import fold_request_header
 from agentlog.core.surface import Replacement, fold_surface
 from agentlog.errors import AgentlogError, InvariantError
-from agentlog.exporters.jsonl import delta_streams
+from agentlog.io.exporters.jsonl import delta_streams
 from agentlog.redact import find_secrets, secret_paths
 from agentlog.store.records import Recovery
 

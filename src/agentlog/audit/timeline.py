@@ -12,7 +12,7 @@ from agentlog.audit.report import TimelineEntry
 from agentlog.core.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_END, USER_MESSAGE, Event
 from agentlog.core.jsonvalue import dumps
 from agentlog.core.surface import is_replacement_surface_event
-from agentlog.exporters.source import parts
+from agentlog.io.exporters.source import parts
 from agentlog.redact import redact_text
 
 __all__ = ["timeline"]

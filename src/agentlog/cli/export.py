@@ -14,7 +14,7 @@ from agentlog.cli.app import State, handled
 from agentlog.cli.render import console, json_safe, print_json, safe
 from agentlog.core.header import SessionHeader
 from agentlog.errors import UsageError
-from agentlog.exporters import EXPORTERS, View, export
+from agentlog.io.exporters import EXPORTERS, View, export
 from agentlog.store.base import Store
 from agentlog.store.jsonl.store import JsonlStore
 from agentlog.store.sqlite.store import SqliteStore

@@ -16,8 +16,8 @@ from rich.progress import Progress
 from agentlog.cli.app import State, handled
 from agentlog.cli.render import columns, console, errors, json_text, visible
 from agentlog.errors import AgentlogError, UsageError
-from agentlog.importers import IMPORTERS, Imported, SourceFile, save_imported
-from agentlog.importers.claude_code import companions
+from agentlog.io.importers import IMPORTERS, Imported, SourceFile, save_imported
+from agentlog.io.importers.claude_code import companions
 from agentlog.store.base import Store
 
 SUFFIXES: Final = {

@@ -1,0 +1,80 @@
+"""Agent trajectories (SWE-agent, mini-swe-agent): one task, so one turn of many steps.
+
+Both keep a chat history: ``system``, the task as ``user`` message(s), then ``assistant`` replies
+each followed by what the environment answered — a ``tool`` message for a function call, or,
+in text-action mode, a ``user`` observation of the command the reply chose. A text action
+becomes a ``tool-call`` block (``action`` gives its text) so that its observation is its
+``tool/result``; any other later ``user`` message (format errors, demonstrations) joins the turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentlog.io.importers.builder import LogBuilder
+from agentlog.io.importers.openai_chat import message_content, tool_call_blocks
+
+__all__ = ["Trajectory"]
+
+
+@dataclass(slots=True)
+class Trajectory:
+    """Folds one trajectory's messages into ``builder``; formats supply their own readings."""
+
+    builder: LogBuilder
+    provider: str
+    model: str
+    action: Callable[[dict[str, Any]], tuple[str, str] | None] = lambda message: None
+    """A text-mode reply's command as ``(tool name, arguments JSON)``, or None."""
+    known: frozenset[str] = frozenset()
+    """Message keys a format reads itself (not counted as unmapped)."""
+    pending: str | None = None
+    replies: int = 0
+    opened: bool = field(default=False)
+
+    def message(self, index: int, message: Any, *, time: int | None = None,
+                usage: Mapping[str, Any] | None = None, meta: Any = None, failed: bool = False) -> None:
+        """One history message; ``time``, ``usage``, ``meta`` and ``failed`` come from the format's extras."""
+        builder = self.builder
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            builder.note("message without a role")
+            return
+        builder.at(time)
+        role = message["role"]
+        for key in sorted(set(message) - self.known - {"role", "content", "tool_calls", "tool_call_id",
+                                                       "tool_call_ids"}):
+            if message[key] is not None:
+                builder.note(f"{role} message key {key!r}")
+        content = message_content(message.get("content"), builder, role)
+        if role == "system":
+            builder.system("\n".join(block["text"] for block in content))
+        elif role == "assistant":
+            self._reply(index, message, content, usage)
+        elif role == "tool":
+            ids = message.get("tool_call_ids") or [message.get("tool_call_id")]
+            for call_id in ids:
+                builder.tool_result(str(call_id or ""), content, id=f"m{index}:{call_id}", is_error=failed,
+                                    meta=meta)
+        elif role == "user" and self.pending is not None:
+            builder.tool_result(self.pending, content, id=f"m{index}", is_error=failed, meta=meta)
+            self.pending = None
+        else:  # the task opens the one turn; later user messages join it
+            source = None if role == "user" else {"kind": "plugin", "plugin": "import", "role": role}
+            builder.user(content, id=f"m{index}", source=source, new_turn=not self.opened)
+            self.opened = True
+
+    def _reply(self, index: int, message: dict[str, Any], content: list[Any],
+               usage: Mapping[str, Any] | None) -> None:
+        blocks = [*content, *tool_call_blocks(message, self.builder)]
+        self.pending = None
+        if not any(block["type"] == "tool-call" for block in blocks):
+            action = self.action(message)
+            if action is not None:
+                self.pending = f"action-{index}"
+                blocks.append({"type": "tool-call", "id": self.pending, "name": action[0],
+                               "arguments": action[1]})
+        self.builder.reply(blocks, id=f"m{index}", provider=self.provider, model=self.model, usage=usage)
+        self.opened = True
+        self.replies += 1
