@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Final
 
 from agentlog.core.header import SessionHeader
+from agentlog.ops.search import search_store
 from agentlog.recording.recorder import Recorder
-from agentlog.search import search_store
 from agentlog.store.base import Store
 from benchmarks.runner import TIMES, Context, Figure, Stat, Suite
 from benchmarks.store_backends import postgres_dsn

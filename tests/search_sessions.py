@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from hypothesis import strategies as st
 
 from agentlog import Recorder, SessionHeader
-from agentlog.search import Hit, search_store
+from agentlog.ops.search import Hit, search_store
 from agentlog.store.base import Store
 
 TRICKY = ("\u0130", "\u0131", "i", "I", "\u017f", "s", "S", "\u212a", "k", "K", "\u03c3", "\u03c2",

@@ -80,7 +80,7 @@ def test_import_agentlog_loads_the_core_only() -> None:
     probe = ("import sys, agentlog\n"
              "heavy = ('asyncio', 'ssl', 'agentlog.compaction', 'agentlog.audit', 'agentlog.io.importers',"
              " 'agentlog.io.exporters', 'agentlog.store.postgres.store', 'agentlog.store.sqlite.store',"
-             " 'sqlite3', 'agentlog.upgrade')\n"
+             " 'sqlite3', 'agentlog.ops.upgrade')\n"
              "print(sorted(name for name in sys.modules if name.startswith(heavy)))\n"
              "agentlog.Compactor, agentlog.export_session, agentlog.IMPORTERS\n"
              "print('agentlog.compaction.engine' in sys.modules, 'asyncio' in sys.modules)\n")

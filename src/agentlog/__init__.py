@@ -47,12 +47,12 @@ from agentlog.errors import (
     UsageError,
     WriteFailedError,
 )
-from agentlog.follow import follow
-from agentlog.gc import Collected, collect_garbage
+from agentlog.ops.follow import follow
+from agentlog.ops.gc import Collected, collect_garbage
+from agentlog.ops.redact import SecretFinding, find_secrets, redact_text, redact_value
+from agentlog.ops.search import Hit, SearchResult, search_store
+from agentlog.ops.stats import SessionStats, StoreStats, store_stats
 from agentlog.recording.recorder import Recorder, Step, Turn
-from agentlog.redact import SecretFinding, find_secrets, redact_text, redact_value
-from agentlog.search import Hit, SearchResult, search_store
-from agentlog.stats import SessionStats, StoreStats, store_stats
 from agentlog.store.base import Store
 from agentlog.store.jsonl.store import JsonlStore
 from agentlog.store.memory import MemoryStore
@@ -74,9 +74,9 @@ if TYPE_CHECKING:
     from agentlog.io.exporters import EXPORTERS, ExportSource
     from agentlog.io.exporters import export as export_session
     from agentlog.io.importers import IMPORTERS, Imported, SourceFile, save_imported
+    from agentlog.ops.upgrade import UpgradeCheck, check_upgrade
     from agentlog.store.postgres.store import PostgresStore
     from agentlog.store.sqlite.store import SqliteStore
-    from agentlog.upgrade import UpgradeCheck, check_upgrade
 
 __version__ = "0.1.0"
 
@@ -110,8 +110,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "save_imported": ("agentlog.io.importers", "save_imported"),
     "PostgresStore": ("agentlog.store.postgres.store", "PostgresStore"),
     "SqliteStore": ("agentlog.store.sqlite.store", "SqliteStore"),
-    "UpgradeCheck": ("agentlog.upgrade", "UpgradeCheck"),
-    "check_upgrade": ("agentlog.upgrade", "check_upgrade"),
+    "UpgradeCheck": ("agentlog.ops.upgrade", "UpgradeCheck"),
+    "check_upgrade": ("agentlog.ops.upgrade", "check_upgrade"),
 }
 """Public names loaded on first access, as (module, attribute): compaction, audit, import,
 export, upgrade checks and the database stores load their modules (and asyncio, sqlite3) only

@@ -81,8 +81,8 @@ def _rows(schema: Any) -> list[list[tuple[Any, ...]]]:
 
 
 def test_check_upgrade_on_postgres_reads_one_read_only_snapshot_and_blocks_no_writer() -> None:
+    from agentlog.ops.upgrade import check_upgrade
     from agentlog.store.postgres.store import PostgresStore
-    from agentlog.upgrade import check_upgrade
     from tests.store.pg_worker import Schema
 
     schema = Schema.new()
@@ -124,7 +124,7 @@ def _delete(url: str, session_id: str) -> None:
 
 
 def test_check_upgrade_on_postgres_reports_what_a_copy_reports(tmp_path: Path) -> None:
-    from agentlog.upgrade import check_upgrade
+    from agentlog.ops.upgrade import check_upgrade
     from tests.store.pg_worker import throwaway_url
 
     copied = f"sqlite://{tmp_path / 'sessions.db'}"

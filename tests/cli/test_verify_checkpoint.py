@@ -16,6 +16,7 @@ from agentlog.audit import audit_session
 from agentlog.cli.main import cli
 from agentlog.core.packed import LazySpan
 from agentlog.errors import SessionCorruptionError
+from agentlog.ops.upgrade import check_upgrade
 from agentlog.store.jsonl.checkpoint import (
     _read_core,
     _read_messages,
@@ -26,7 +27,6 @@ from agentlog.store.jsonl.checkpoint import (
 from agentlog.store.jsonl.format import compress_frame
 from agentlog.store.jsonl.store import JsonlStore
 from agentlog.store.jsonl.zstd_frames import scan_zstd_frames
-from agentlog.upgrade import check_upgrade
 from tests.store.jsonl.test_checkpoint import SID, Compression, record, transcript
 
 BAD_FROM = b'"data":{"turn":1,"reason"'

@@ -36,7 +36,7 @@ from agentlog.core.request_header import fold_request_header
 from agentlog.core.surface import Replacement, fold_surface
 from agentlog.errors import AgentlogError, InvariantError
 from agentlog.io.exporters.jsonl import delta_streams
-from agentlog.redact import find_secrets, secret_paths
+from agentlog.ops.redact import find_secrets, secret_paths
 from agentlog.store.records import Recovery
 
 __all__ = ["compaction", "fork_lineage", "order", "restore_drift", "secrets", "tool_results", "turns"]

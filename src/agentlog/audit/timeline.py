@@ -13,7 +13,7 @@ from agentlog.core.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN
 from agentlog.core.jsonvalue import dumps
 from agentlog.core.surface import is_replacement_surface_event
 from agentlog.io.exporters.source import parts
-from agentlog.redact import redact_text
+from agentlog.ops.redact import redact_text
 
 __all__ = ["timeline"]
 

@@ -8,7 +8,7 @@ import click
 
 from agentlog.cli.app import State, handled
 from agentlog.cli.render import columns, console, errors, print_json, progress, unreadable_json, visible
-from agentlog.search import search_store
+from agentlog.ops.search import search_store
 
 
 @click.command()

@@ -8,7 +8,7 @@ import click
 
 from agentlog.cli.app import State, handled
 from agentlog.cli.render import columns, console, errors, print_json, progress, unreadable_json, visible
-from agentlog.stats import SessionStats, store_stats
+from agentlog.ops.stats import SessionStats, store_stats
 
 
 def duration(ms: int) -> str:

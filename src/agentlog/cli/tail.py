@@ -7,7 +7,7 @@ import click
 from agentlog.cli.app import State, handled
 from agentlog.cli.render import console, displayed, json_safe, visible
 from agentlog.core.events import Event
-from agentlog.follow import follow, last_events
+from agentlog.ops.follow import follow, last_events
 
 
 def _print(session_id: str, event: Event, as_json: bool) -> None:

@@ -143,7 +143,7 @@ def gc(state: State, age: str, dry_run: bool, as_json: bool) -> None:
     Keeps a session that a remaining fork descends from, one a writer holds open, and one that
     cannot be read (all listed with why). Exit status 1 when a session could not be read.
     """
-    from agentlog.gc import collect_garbage, parse_age
+    from agentlog.ops.gc import collect_garbage, parse_age
 
     older_than = parse_age(age)
     with state.store(create=False) as store, progress("reading sessions") as step:
@@ -176,7 +176,7 @@ def check_upgrade(state: State, as_json: bool) -> None:
     transaction (a consistent snapshot that cannot write). Every event is validated, whatever a
     JSONL checkpoint vouches for. Exit status 1 when a session would not load.
     """
-    from agentlog.upgrade import check_upgrade as run_check
+    from agentlog.ops.upgrade import check_upgrade as run_check
 
     with progress("loading sessions") as step:
         report = run_check(state.store_url, progress=step)

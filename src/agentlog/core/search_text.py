@@ -1,6 +1,6 @@
 """What the search indexes hold: each message's text, folded so an index can pre-filter the scan.
 
-``search`` matches ``re.escape(text)`` with ``re.IGNORECASE`` (see ``agentlog.search``). An index
+``search`` matches ``re.escape(text)`` with ``re.IGNORECASE`` (see ``agentlog.ops.search``). An index
 cannot reproduce that exactly, so it only narrows the messages the scan then confirms: ``fold``
 maps every character to one character such that two characters the regex treats as equal fold
 equal (simple lowercase, then the regex engine's extra case equivalences such as long s/``s``).

@@ -16,7 +16,7 @@ from agentlog.core.events import ASSISTANT_CHUNK, Event, make_event
 from agentlog.core.jsonvalue import freeze
 from agentlog.errors import UsageError
 from agentlog.io.exporters.source import ExportSource
-from agentlog.redact import find_secrets, may_hold, placeholder, redact_value
+from agentlog.ops.redact import find_secrets, may_hold, placeholder, redact_value
 from agentlog.store.codec import encode_batch
 from agentlog.store.jsonl.forks import public_header
 from agentlog.store.jsonl.header import encode_header_line

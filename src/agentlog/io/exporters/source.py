@@ -16,7 +16,7 @@ from agentlog.core.jsonvalue import dumps
 from agentlog.core.messages import transcript
 from agentlog.core.session import Session
 from agentlog.errors import UsageError
-from agentlog.redact import redact_value
+from agentlog.ops.redact import redact_value
 
 __all__ = ["VIEWS", "ExportSource", "View", "label", "parts"]
 

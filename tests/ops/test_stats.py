@@ -1,4 +1,4 @@
-"""``agentlog.stats``: per-session folds and their totals."""
+"""``agentlog.ops.stats``: per-session folds and their totals."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentlog import MemoryStore, Recorder, SessionHeader
-from agentlog.stats import SessionStats, session_stats, store_stats, total_stats
+from agentlog.ops.stats import SessionStats, session_stats, store_stats, total_stats
 
 
 def _record(store: MemoryStore, sid: str, tools: list[str], error_at: int | None) -> None:

@@ -1,4 +1,4 @@
-"""``agentlog.search``: hits name the session and seq; snippets hold the match."""
+"""``agentlog.ops.search``: hits name the session and seq; snippets hold the match."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentlog import MemoryStore, Recorder, SessionHeader
-from agentlog.search import find_in_events, search_store, snippet
+from agentlog.ops.search import find_in_events, search_store, snippet
 
 
 @given(st.text(max_size=200), st.text(min_size=1, max_size=20), st.text(max_size=200))

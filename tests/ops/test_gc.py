@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from agentlog import JsonlStore, Recorder, SessionHeader
 from agentlog.errors import UsageError
-from agentlog.gc import collect_garbage, parse_age
+from agentlog.ops.gc import collect_garbage, parse_age
 
 DAY = 86_400_000
 

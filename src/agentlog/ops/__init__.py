@@ -1,0 +1,1 @@
+"""Store-wide operations: search, stats, follow, garbage collection, upgrade checks, secret detection."""
