@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from agentlog import Recorder, SessionHeader, Store, open_store
+from agentlog.cli.demo import record_turn
 from agentlog.core.jsonvalue import freeze
-from agentlog.demo import record_turn
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ def recorded(url: str, session_id: str, *, turns: int = 2, cwd: str = "/tmp", **
 def crash_recorder(url: str, session_id: str) -> int:
     """Record the demo's turn 3 in a subprocess and SIGKILL it while its tool runs; the durable count."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    with subprocess.Popen([sys.executable, "-m", "agentlog.demo", "worker", url, session_id],
+    with subprocess.Popen([sys.executable, "-m", "agentlog.cli.demo", "worker", url, session_id],
                           stdout=subprocess.PIPE, text=True, env=env) as process:
         assert process.stdout is not None
         line = process.stdout.readline().strip()

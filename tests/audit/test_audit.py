@@ -11,7 +11,7 @@ import pytest
 
 from agentlog import Compactor, ExtractiveSummarizer, Replace, Session, SessionHeader, open_store
 from agentlog.audit import AuditReport, Environment, audit_log, audit_session
-from agentlog.demo import run_demo
+from agentlog.cli.demo import run_demo
 from tests.audit.sessions import crash_recorder, recorded
 from tests.io.exporters.sessions import sample_session
 

@@ -11,7 +11,7 @@ import sys
 from typing import Final
 
 from agentlog import Compactor, ExtractiveSummarizer, Recorder, SessionHeader, open_store
-from agentlog.demo import record_turn
+from agentlog.cli.demo import record_turn
 
 CRASHED: Final = "crashed-session"
 COMPACTED: Final = "compacted-session"
@@ -38,7 +38,7 @@ def crash_session(url: str, session_id: str) -> None:
         recorder = Recorder(live)
         record_turn(recorder, 0)
         record_turn(recorder, 1)
-    with subprocess.Popen([sys.executable, "-m", "agentlog.demo", "worker", url, session_id],
+    with subprocess.Popen([sys.executable, "-m", "agentlog.cli.demo", "worker", url, session_id],
                           stdout=subprocess.PIPE, text=True) as worker:
         assert worker.stdout is not None
         line = worker.stdout.readline()

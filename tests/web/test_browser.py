@@ -22,8 +22,8 @@ from urllib.parse import quote
 import pytest
 
 from agentlog import Recorder, SessionHeader, open_store
+from agentlog.cli.demo import record_turn
 from agentlog.cli.render import visible
-from agentlog.demo import record_turn
 from agentlog.store.base import Store
 from tests.web.server import CHROMIUM, ensure_chromium, launch, serving
 from tests.web.stores import COMPACTED, CRASHED, HOSTILE_ID, PARENT, PAYLOADS
@@ -249,7 +249,7 @@ def test_every_page_fetches_only_its_own_assets(page: Any, base: str) -> None:
 
 
 def test_the_demo_store_shows_its_repaired_crash_and_its_fork(page: Any, tmp_path: Path) -> None:
-    from agentlog.demo import run_demo
+    from agentlog.cli.demo import run_demo
 
     url = f"jsonl://{tmp_path / 'demo'}"
     report = run_demo(url, log=lambda line: None)

@@ -21,7 +21,7 @@ def demo(state: State, as_json: bool) -> None:
 
     Runs offline (no network, no API key) in the default store or --store.
     """
-    from agentlog.demo import run_demo
+    from agentlog.cli.demo import run_demo
 
     if as_json:
         report = run_demo(state.store_url, log=lambda line: None)

@@ -182,7 +182,7 @@ def _run(store: Store, store_url: str, log: Callable[[str], None]) -> DemoReport
 def _crash_in_subprocess(store_url: str, session_id: str, log: Callable[[str], None]) -> int:
     """Record turn 3 in a child process and SIGKILL it while its tool runs; return durable count."""
     with subprocess.Popen(  # leaving the block closes the pipe and reaps the child
-        [sys.executable, "-m", "agentlog.demo", "worker", store_url, session_id],
+        [sys.executable, "-m", "agentlog.cli.demo", "worker", store_url, session_id],
         stdout=subprocess.PIPE, text=True,
     ) as process:
         assert process.stdout is not None
@@ -217,7 +217,7 @@ def _main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[0] == "worker":
         _worker(argv[1], argv[2])
         return 0
-    print("usage: python -m agentlog.demo worker STORE_URL SESSION_ID", file=sys.stderr)
+    print("usage: python -m agentlog.cli.demo worker STORE_URL SESSION_ID", file=sys.stderr)
     return 2
 
 
