@@ -1,7 +1,8 @@
 """Events: the immutable records of a session log, and their wire form.
 
 The wire form is DSH's: compact JSON with keys ``type, seq, time, data``, then
-``sourceEventSeqs``, ``surfaceOp`` and ``ignorable`` when present.
+``sourceEventSeqs``, ``surfaceOp`` and ``ignorable`` when present. The static marker rules
+(S1-S6) live here because every parsed event passes them; the surface fold builds on them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Final, Literal, TypeAlias
 import orjson
 
 from agentlog.core.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, dumps, freeze, json_equal, loads, valid_text
-from agentlog.errors import InvalidEventError
+from agentlog.errors import InvalidEventError, SurfaceError
 
 __all__ = [
     "CORE_EVENT_TYPES",
@@ -25,6 +26,8 @@ __all__ = [
     "check_envelope",
     "is_safe_int",
     "make_event",
+    "parse_markers",
+    "parse_source_seqs",
     "wire_op_first",
     "surface_op_to_wire",
 ]
@@ -190,8 +193,6 @@ class Event(tuple):  # type: ignore[type-arg]
             parts = (kind, wire["seq"], wire["time"], data, None, None, wire.get("ignorable", False), False)
             event: Event = _new_tuple(Event, parts)
             return event
-        from agentlog.core.surface import parse_markers  # surface rules build on events
-
         op, seqs = parse_markers(
             # A stored steering/message carries user/message markers: it is upgraded into one on load.
             USER_MESSAGE if kind == LEGACY_STEERING and (has_op or has_seqs) else kind,
@@ -259,3 +260,87 @@ def check_envelope(wire: Any, where: str = "event") -> None:
         raise InvalidEventError(f"invalid event envelope: {where} lacks data")
     if "ignorable" in wire and wire["ignorable"] is not True:
         raise InvalidEventError(f"invalid event envelope: {where} ignorable must be true")
+
+
+# -- the static marker rules (S1-S6) ----------------------------------------------------------
+
+
+def parse_markers(
+    event_type: str,
+    seq: int,
+    surface_op: Any,
+    source_event_seqs: Any,
+    *,
+    has_op: bool,
+    has_seqs: bool,
+    range_first: bool = False,
+) -> tuple[SurfaceOp | None, tuple[int, ...] | None]:
+    """The static marker rules (S1-S6): normalize ``surfaceOp`` and ``sourceEventSeqs``.
+
+    ``surface_op`` may be ``"append"``, a ``Replace`` or the wire object
+    ``{"op": "replace", "start": s, "end": e}``. With ``range_first`` a replace's provenance
+    is left to ``SurfaceManager`` (S11: it checks the range first, then S4-S7).
+    """
+    if event_type not in SURFACE_TYPES:
+        if has_op:
+            raise SurfaceError(f"{event_type} is not surface-eligible and cannot carry surfaceOp")
+        if has_seqs:
+            raise SurfaceError(
+                f"{event_type} is not surface-eligible and cannot carry sourceEventSeqs"
+            )
+        return None, None
+    if not has_op:
+        raise SurfaceError(f"{event_type} requires a surfaceOp marker")
+    op = _parse_op(surface_op)
+    if not has_seqs:
+        return op, None
+    if range_first and isinstance(op, Replace):
+        raw = source_event_seqs
+        return op, tuple(raw) if type(raw) is list else raw  # checked by SurfaceManager._plan
+    return op, parse_source_seqs(event_type, seq, source_event_seqs)
+
+
+def _parse_op(raw: Any) -> SurfaceOp:
+    if raw == "append" and type(raw) is str:
+        return "append"
+    if isinstance(raw, Replace):
+        start, end = raw.start, raw.end
+    elif type(raw) is dict or type(raw) is FrozenDict:
+        if set(raw) != {"op", "start", "end"} or raw["op"] != "replace":
+            raise SurfaceError(f"invalid replace surfaceOp {dict(raw)!r}")
+        start, end = raw["start"], raw["end"]
+    else:
+        raise SurfaceError(f"invalid surfaceOp {raw!r}: expected 'append' or a replace")
+    if not (is_safe_int(start) and is_safe_int(end) and start >= 0 and end >= 0):
+        raise SurfaceError(
+            f"invalid replace surfaceOp: start and end must be non-negative safe integers, "
+            f"got {start!r} and {end!r}"
+        )
+    return raw if isinstance(raw, Replace) else Replace(start, end)
+
+
+_INT: Final = {int}
+
+
+def parse_source_seqs(event_type: str, seq: int, raw: Any) -> tuple[int, ...]:
+    if type(raw) not in (list, tuple):
+        raise SurfaceError("sourceEventSeqs must be an array when present")
+    if not raw and event_type != ASSISTANT_MESSAGE:
+        raise SurfaceError(f"sourceEventSeqs must not be empty on {event_type}")
+    if raw and set(map(type, raw)) == _INT and min(raw) >= 0 and max(raw) < seq and (
+        len(set(raw)) == len(raw)
+    ):  # all valid (seq itself is a safe integer); the loops below name the first problem
+        return raw if type(raw) is tuple else tuple(raw)
+    for value in raw:
+        if not is_safe_int(value) or value < 0:
+            raise SurfaceError(
+                f"sourceEventSeqs must densely contain non-negative safe integers, got {value!r}"
+            )
+    if len(set(raw)) != len(raw):
+        raise SurfaceError("sourceEventSeqs must not contain duplicates")
+    for value in raw:
+        if value >= seq:
+            raise SurfaceError(
+                f"sourceEventSeqs must reference earlier events: {value} is not before seq {seq}"
+            )
+    return raw if type(raw) is tuple else tuple(raw)

@@ -17,13 +17,13 @@ from agentlog.core.events import (
     Event,
     check_envelope,
     make_event,
+    parse_markers,
     wire_op_first,
 )
 from agentlog.core.jsonvalue import freeze
 from agentlog.core.messages import check_message_shape
 from agentlog.core.packed import ChunkRun, EventsView, unspanned
 from agentlog.core.request_header import check_request_header_shape
-from agentlog.core.surface import parse_markers
 from agentlog.errors import AgentlogError, InvalidEventError, SurfaceError
 
 if TYPE_CHECKING:

@@ -24,6 +24,7 @@ from agentlog.core.events import (
     Event,
     Replace,
     SurfaceOp,
+    parse_markers,
 )
 from agentlog.core.header import SessionHeader, now_ms
 from agentlog.core.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze, valid_text
@@ -32,7 +33,7 @@ from agentlog.core.packed import ChunkRun, EventsView, LazySpan, LogEntry
 from agentlog.core.request_header import canonical_header, event_header
 from agentlog.core.seed import validate_seed
 from agentlog.core.storable import APPEND_PLAIN_TYPES, check_appendable
-from agentlog.core.surface import Surface, SurfaceManager, parse_markers
+from agentlog.core.surface import Surface, SurfaceManager
 from agentlog.errors import (
     AgentlogError,
     InvalidEventError,

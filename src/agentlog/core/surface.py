@@ -8,18 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, overload
+from typing import Any, overload
 
 from agentlog.core.events import (
-    ASSISTANT_MESSAGE,
     SURFACE_TYPES,
     TOOL_RESULT,
     Event,
     Replace,
-    SurfaceOp,
-    is_safe_int,
+    parse_source_seqs,
 )
-from agentlog.core.jsonvalue import FrozenDict, json_equal
+from agentlog.core.jsonvalue import json_equal
 from agentlog.errors import SurfaceError
 
 __all__ = [
@@ -32,7 +30,6 @@ __all__ = [
     "is_replacement_surface_event",
     "is_surface_eligible_type",
     "is_surface_event",
-    "parse_markers",
 ]
 
 
@@ -54,87 +51,6 @@ def is_append_surface_event(event: Event) -> bool:
 def is_replacement_surface_event(event: Event) -> bool:
     """A surface event whose op is a ``Replace``."""
     return event.type in SURFACE_TYPES and isinstance(event.surface_op, Replace)
-
-
-def parse_markers(
-    event_type: str,
-    seq: int,
-    surface_op: Any,
-    source_event_seqs: Any,
-    *,
-    has_op: bool,
-    has_seqs: bool,
-    range_first: bool = False,
-) -> tuple[SurfaceOp | None, tuple[int, ...] | None]:
-    """The static marker rules (S1-S6): normalize ``surfaceOp`` and ``sourceEventSeqs``.
-
-    ``surface_op`` may be ``"append"``, a ``Replace`` or the wire object
-    ``{"op": "replace", "start": s, "end": e}``. With ``range_first`` a replace's provenance
-    is left to ``SurfaceManager`` (S11: it checks the range first, then S4-S7).
-    """
-    if event_type not in SURFACE_TYPES:
-        if has_op:
-            raise SurfaceError(f"{event_type} is not surface-eligible and cannot carry surfaceOp")
-        if has_seqs:
-            raise SurfaceError(
-                f"{event_type} is not surface-eligible and cannot carry sourceEventSeqs"
-            )
-        return None, None
-    if not has_op:
-        raise SurfaceError(f"{event_type} requires a surfaceOp marker")
-    op = _parse_op(surface_op)
-    if not has_seqs:
-        return op, None
-    if range_first and isinstance(op, Replace):
-        raw = source_event_seqs
-        return op, tuple(raw) if type(raw) is list else raw  # checked by SurfaceManager._plan
-    return op, _parse_source_seqs(event_type, seq, source_event_seqs)
-
-
-def _parse_op(raw: Any) -> SurfaceOp:
-    if raw == "append" and type(raw) is str:
-        return "append"
-    if isinstance(raw, Replace):
-        start, end = raw.start, raw.end
-    elif type(raw) is dict or type(raw) is FrozenDict:
-        if set(raw) != {"op", "start", "end"} or raw["op"] != "replace":
-            raise SurfaceError(f"invalid replace surfaceOp {dict(raw)!r}")
-        start, end = raw["start"], raw["end"]
-    else:
-        raise SurfaceError(f"invalid surfaceOp {raw!r}: expected 'append' or a replace")
-    if not (is_safe_int(start) and is_safe_int(end) and start >= 0 and end >= 0):
-        raise SurfaceError(
-            f"invalid replace surfaceOp: start and end must be non-negative safe integers, "
-            f"got {start!r} and {end!r}"
-        )
-    return raw if isinstance(raw, Replace) else Replace(start, end)
-
-
-_INT: Final = {int}
-
-
-def _parse_source_seqs(event_type: str, seq: int, raw: Any) -> tuple[int, ...]:
-    if type(raw) not in (list, tuple):
-        raise SurfaceError("sourceEventSeqs must be an array when present")
-    if not raw and event_type != ASSISTANT_MESSAGE:
-        raise SurfaceError(f"sourceEventSeqs must not be empty on {event_type}")
-    if raw and set(map(type, raw)) == _INT and min(raw) >= 0 and max(raw) < seq and (
-        len(set(raw)) == len(raw)
-    ):  # all valid (seq itself is a safe integer); the loops below name the first problem
-        return raw if type(raw) is tuple else tuple(raw)
-    for value in raw:
-        if not is_safe_int(value) or value < 0:
-            raise SurfaceError(
-                f"sourceEventSeqs must densely contain non-negative safe integers, got {value!r}"
-            )
-    if len(set(raw)) != len(raw):
-        raise SurfaceError("sourceEventSeqs must not contain duplicates")
-    for value in raw:
-        if value >= seq:
-            raise SurfaceError(
-                f"sourceEventSeqs must reference earlier events: {value} is not before seq {seq}"
-            )
-    return raw if type(raw) is tuple else tuple(raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,7 +225,7 @@ class SurfaceManager:
                 f"end seq {op.end} (index {end_index})"
             )
         if event.source_event_seqs is not None:  # S11: provenance after the range lookup
-            _parse_source_seqs(event.type, event.seq, event.source_event_seqs)
+            parse_source_seqs(event.type, event.seq, event.source_event_seqs)
         shadowed = tuple(nodes[start_index : end_index + 1])
         cited = set(event.source_event_seqs or ())
         missing = [seq for seq in shadowed if seq not in cited]
