@@ -9,7 +9,8 @@ import pytest
 from agentlog import Event, FrozenDict, InvalidEventError, Replace, Session, SessionHeader
 from agentlog.core.events import KNOWN_EVENT_TYPES
 from agentlog.core.jsonvalue import thaw
-from agentlog.legacy.upgrade import STORED_EVENT_TYPES, legacy_message_id, needs_prefix, upgrade_legacy
+from agentlog.core.storable import STORED_EVENT_TYPES
+from agentlog.legacy.upgrade import legacy_message_id, needs_prefix, upgrade_legacy
 from tests.contract.logs import LogBuilder
 from tests.legacy_logs import (
     MALFORMED_LEGACY,

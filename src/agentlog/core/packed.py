@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias, overload
+from typing import Any, ClassVar, Final, TypeAlias, overload
 
 from agentlog.core.events import ASSISTANT_CHUNK, Event, make_event
 from agentlog.core.jsonvalue import MAX_SAFE_INTEGER, FrozenDict
-
-if TYPE_CHECKING:
-    from agentlog.core.session import Session
 
 __all__ = ["ChunkRun", "EventsView", "LazySpan", "LogEntry", "LogSlice", "SpanReader", "resolve_entries",
            "slots_of", "unspanned"]
@@ -180,11 +177,11 @@ class EventsView(Sequence[Event]):
     __slots__ = ("_lazy", "_len", "_log", "_source")
 
     def __init__(self, log: list[LogEntry], length: int, lazy_end: int | None = None,
-                 source: Session | None = None) -> None:
+                 source: object = None) -> None:
         self._log = log
         self._len = length
         self._lazy = length if lazy_end is None else min(lazy_end, length)
-        self._source = source  # the session whose log this is (restore may reuse its validation)
+        self._source = source  # the Session whose log this is (restore may reuse its validation)
 
     @overload
     def __getitem__(self, index: int) -> Event: ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from itertools import chain, islice
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from agentlog.core.events import (
     REQUEST_HEADER,
@@ -22,17 +22,27 @@ from agentlog.core.events import (
 )
 from agentlog.core.jsonvalue import freeze
 from agentlog.core.messages import check_message_shape
-from agentlog.core.packed import ChunkRun, EventsView, unspanned
+from agentlog.core.packed import ChunkRun, EventsView, LogEntry, unspanned
 from agentlog.core.request_header import check_request_header_shape
+from agentlog.core.surface import SurfaceManager
 from agentlog.errors import AgentlogError, InvalidEventError, SurfaceError
 
-if TYPE_CHECKING:
-    from agentlog.core.session import Session
-
-__all__ = ["SHAPED_TYPES", "check_shapes", "validate_seed"]
+__all__ = ["SHAPED_TYPES", "SeedTarget", "check_shapes", "validate_seed"]
 
 
-def validate_seed(session: Session, seed: Iterable[Any]) -> None:
+class SeedTarget(Protocol):
+    """What ``validate_seed`` reads and extends of a ``Session``: its log, surface and marks."""
+
+    @property
+    def id(self) -> str: ...
+    _log: list[LogEntry]
+    _manager: SurfaceManager
+    _validated: int
+    _lazy_end: int
+    _first_live_seq: int
+
+
+def validate_seed(session: SeedTarget, seed: Iterable[Any]) -> None:
     """Check each seed entry in order (envelope, shapes, seq, surface) and append it to
     ``session``'s log; the first failure raises, located at its index."""
     sid = session.id

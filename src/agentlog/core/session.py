@@ -144,7 +144,7 @@ class Session:
                   clock: Callable[[], int] | None = None) -> Session:
         """``restore`` without the end-seed marker, for stores that add repair closers first."""
         resolved = _resolve_header(session_id, header)
-        if isinstance(events, EventsView) and events._source is not None and (
+        if isinstance(events, EventsView) and isinstance(events._source, Session) and (
             len(events) <= events._source._validated
         ):  # a snapshot of events another restore validated: immutable, so still valid; reuse
             session = cls._fork_of(events._source, len(events), resolved, seal=False)

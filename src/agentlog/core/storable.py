@@ -8,22 +8,49 @@ restore validator runs, so a store's sessions and its cold ``append`` check the 
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
-from agentlog.core.events import LEGACY_HEADER_DELTA, REQUEST_HEADER, TURN_START, Event, is_safe_int
+from agentlog.core.events import (
+    ASSISTANT_MESSAGE,
+    KNOWN_EVENT_TYPES,
+    LEGACY_HEADER_DELTA,
+    LEGACY_STEERING,
+    REQUEST_HEADER,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+    Event,
+    is_safe_int,
+)
 from agentlog.core.seed import SHAPED_TYPES, check_shapes
 from agentlog.errors import InvalidEventError, SessionFormatUnsupportedError
-from agentlog.legacy.upgrade import EXAMINED_TYPES, STORED_EVENT_TYPES, check_current
 
 __all__ = [
     "APPEND_PLAIN_TYPES",
+    "EXAMINED_TYPES",
+    "LEGACY_EVENT_TYPES",
     "PLAIN_STORED_TYPES",
     "RETIRED_TYPES",
+    "STORED_EVENT_TYPES",
     "check_appendable",
     "check_turn_start",
+    "first_legacy",
+    "is_current",
     "refuse_retired",
     "refuse_unknown",
 ]
+
+LEGACY_EVENT_TYPES: Final = frozenset({LEGACY_STEERING})
+"""Retired types that a stored log may still hold because loading upgrades them."""
+
+STORED_EVENT_TYPES: Final = KNOWN_EVENT_TYPES | LEGACY_EVENT_TYPES
+"""Types a stored event may have without being marked ``ignorable``."""
+
+EXAMINED_TYPES: Final = frozenset({TURN_START, TURN_END, USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT,
+                                   LEGACY_STEERING})
+"""The only types that can hold a legacy shape: every other event costs one set lookup."""
 
 RETIRED_TYPES: Final = frozenset({LEGACY_HEADER_DELTA, "mode/set"})
 """Types no reader accepts any more (spec persistence §6.2a)."""
@@ -73,7 +100,11 @@ def check_appendable(event: Event, session_id: str, *, stored: bool) -> None:
                 f"event type {event.type!r} is not in the known vocabulary and not marked ignorable: "
                 "a store would refuse to load it", session_id=session_id, seq=event.seq,
             )
-        check_current(session_id, event)
+        if event.type in EXAMINED_TYPES and not is_current(event):
+            raise InvalidEventError(
+                f"{event.type} has a pre-react-loop shape that loading would rewrite or refuse; "
+                "append its current form", session_id=session_id, seq=event.seq, event_type=event.type,
+            )
         check_turn_start(event, session_id)
 
 
@@ -90,3 +121,61 @@ def check_turn_start(event: Event, session_id: str) -> None:
 
 def _is_turn(value: object) -> bool:
     return is_safe_int(value) and value >= 1  # type: ignore[operator]
+
+
+# -- current or legacy: the test that keeps current logs out of the legacy upgrade -------------------
+
+_TURN_END_KEYS: Final = frozenset({"turn", "reason"})
+_BARE_REASONS: Final = frozenset({"completed", "blocked", "max-tokens", "interrupted"})
+_REWRITTEN_REASONS: Final = _BARE_REASONS | {"aborted", "disposed", "error"}
+
+
+def first_legacy(events: Sequence[Any]) -> int | None:
+    """The index of the first event that is not in its current shape, or None (a current log).
+
+    Stores call the legacy upgrade (``agentlog.legacy``) only when this finds one; packed chunk
+    runs pass by their ``type``, which is never examined."""
+    examined = EXAMINED_TYPES
+    for index, event in enumerate(events):
+        if event.type in examined and not is_current(event):
+            return index
+    return None
+
+
+def is_current(event: Event) -> bool:
+    """True when ``event`` certainly has its current shape, so the legacy upgrade would leave it
+    as it is; False when it may be legacy (the upgrade then rewrites it or refuses it)."""
+    kind: str = event.type
+    data = event.data
+    if kind == TURN_END:
+        return not isinstance(data, dict) or _current_turn_end(data)
+    if kind == TURN_START:
+        return not (isinstance(data, dict) and "trigger" in data)
+    if kind == USER_MESSAGE:
+        return _identified(data)
+    if kind in (ASSISTANT_MESSAGE, TOOL_RESULT):
+        return isinstance(data, dict) and _identified(data.get("message"))
+    return kind != LEGACY_STEERING
+
+
+def _current_turn_end(data: Any) -> bool:
+    reason = data.get("reason")
+    if data.keys() != _TURN_END_KEYS or not _is_turn(data["turn"]) or not isinstance(reason, dict):
+        return False
+    kind = reason.get("kind")
+    if type(kind) is not str:
+        return False
+    if kind in _BARE_REASONS:
+        return len(reason) == 1
+    if kind == "aborted":
+        return "reason" in reason
+    if kind == "error":
+        return "error" in reason
+    return kind not in _REWRITTEN_REASONS  # the reason union is open: other kinds are current
+
+
+def _identified(message: Any) -> bool:
+    if not isinstance(message, dict):
+        return False
+    ident = message.get("id")
+    return type(ident) is str and ident != ""

@@ -23,7 +23,6 @@ from typing import Any, Final, NoReturn, TypeVar, cast
 
 from agentlog.core.events import (
     ASSISTANT_MESSAGE,
-    KNOWN_EVENT_TYPES,
     LEGACY_STEERING,
     TOOL_RESULT,
     TURN_END,
@@ -36,31 +35,16 @@ from agentlog.core.events import (
 )
 from agentlog.core.jsonvalue import freeze
 from agentlog.core.packed import ChunkRun, LogEntry
+from agentlog.core.storable import EXAMINED_TYPES, is_current
 from agentlog.errors import InvalidEventError
 
 __all__ = [
-    "EXAMINED_TYPES",
-    "LEGACY_EVENT_TYPES",
-    "check_current",
     "chain_writers",
-    "STORED_EVENT_TYPES",
     "legacy_message_id",
     "needs_prefix",
     "upgrade_legacy",
     "upgrade_legacy_chain",
 ]
-
-LEGACY_EVENT_TYPES: Final = frozenset({LEGACY_STEERING})
-"""Retired types that a stored log may still hold because loading upgrades them."""
-
-STORED_EVENT_TYPES: Final = KNOWN_EVENT_TYPES | LEGACY_EVENT_TYPES
-"""Types a stored event may have without being marked ``ignorable``."""
-
-_EXAMINED: Final = frozenset({TURN_START, TURN_END, USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT,
-                              LEGACY_STEERING})
-"""The only types an upgrade can touch: every other event costs one set lookup."""
-
-EXAMINED_TYPES: Final = _EXAMINED
 
 _TURN_END_KEYS: Final = frozenset({"turn", "reason"})
 _TURN_START_KEYS: Final = frozenset({"turn", "trigger"})
@@ -91,23 +75,13 @@ def upgrade_legacy(session_id: str, events: _Events) -> _Events | list[LogEntry]
     ``InvalidEventError`` naming the session, seq and broken rule for a malformed legacy
     shape or a message event without an identified message.
     """
-    examined = _EXAMINED  # never a packed chunk run's type: runs pass by their ``type``
+    examined = EXAMINED_TYPES  # never a packed chunk run's type: runs pass by their ``type``
     for index, event in enumerate(events):
-        if event.type in examined and (
+        if event.type in examined and not is_current(cast(Event, event)) and (
             _upgrade_event(session_id, cast(Event, event), events, index) is not event
         ):
             return _upgrade_from(session_id, events, index)
     return events
-
-
-def check_current(session_id: str, event: Event) -> None:
-    """Refuse an event a load would refuse or rewrite as legacy (checked on its own: a legacy
-    ``tool/result`` replacement, which names its target through earlier events, is refused)."""
-    if event.type in _EXAMINED and _upgrade_event(session_id, event, (), 0) is not event:
-        raise InvalidEventError(
-            f"{event.type} has a pre-react-loop shape that loading would rewrite; append its current form",
-            session_id=session_id, seq=event.seq, event_type=event.type,
-        )
 
 
 def upgrade_legacy_chain(session_id: str, events: Sequence[LogEntry],
@@ -157,7 +131,7 @@ def needs_prefix(events: Sequence[LogEntry]) -> bool:
 def _upgrade_from(session_id: str, events: Sequence[LogEntry], start: int) -> list[LogEntry]:
     """The upgraded list, given that ``events[:start]`` needs no upgrade."""
     out = list(events[:start])
-    examined = _EXAMINED
+    examined = EXAMINED_TYPES
     for event in events[start:]:
         out.append(_upgrade_event(session_id, cast(Event, event), out, len(out))
                    if event.type in examined else event)

@@ -20,7 +20,7 @@ from agentlog.core.events import TURN_END, TURN_START, Event, is_safe_int
 from agentlog.core.header import SessionHeader
 from agentlog.core.packed import LogEntry, resolve_entries
 from agentlog.core.session import EventsView, Session
-from agentlog.core.storable import refuse_retired
+from agentlog.core.storable import first_legacy, refuse_retired
 from agentlog.errors import (
     AgentlogError,
     ConcurrentWriterError,
@@ -240,13 +240,15 @@ class Store(StoreHooks):
         if stored is None:
             raise SessionNotFoundError("session not found", session_id=session_id)
         events: Sequence[LogEntry] = resolve_entries(stored.events, from_seq)
-        writers = stored.writers
-        if from_seq and needs_prefix(events):  # a legacy replacement inherits an earlier message's id
-            whole = self._load_stored(session_id)
-            if whole is not None:
-                upgraded_whole = upgrade_legacy_chain(session_id, whole.events, whole.writers)
-                events, writers = resolve_entries(upgraded_whole[from_seq:], from_seq), []
-        upgraded = list(upgrade_legacy_chain(session_id, events, writers, from_seq))  # no packed slot
+        if first_legacy(events) is not None:  # legacy data: only then the upgrade runs
+            writers = stored.writers
+            if from_seq and needs_prefix(events):  # a legacy replacement inherits an earlier message's id
+                whole = self._load_stored(session_id)
+                if whole is not None:
+                    upgraded_whole = upgrade_legacy_chain(session_id, whole.events, whole.writers)
+                    events, writers = resolve_entries(upgraded_whole[from_seq:], from_seq), []
+            events = upgrade_legacy_chain(session_id, events, writers, from_seq)
+        upgraded = list(events)  # no packed slot
         return Inspection(stored.header, EventsView(upgraded, len(upgraded), 0))
 
     def list(self) -> list[SessionHeader]:

@@ -10,9 +10,16 @@ from collections.abc import Sequence
 from typing import cast
 
 from agentlog.core.events import Event
+from agentlog.core.packed import LogEntry
 from agentlog.core.repair import interrupted_turn_closers
 from agentlog.core.session import Session
-from agentlog.core.storable import PLAIN_STORED_TYPES, check_turn_start, refuse_retired, refuse_unknown
+from agentlog.core.storable import (
+    PLAIN_STORED_TYPES,
+    check_turn_start,
+    first_legacy,
+    refuse_retired,
+    refuse_unknown,
+)
 from agentlog.errors import (
     AgentlogError,
     InvalidEventError,
@@ -22,7 +29,16 @@ from agentlog.errors import (
 from agentlog.legacy.upgrade import needs_prefix, upgrade_legacy, upgrade_legacy_chain
 from agentlog.store.records import StoredLog
 
-__all__ = ["validate_appended", "validate_stored"]
+__all__ = ["current_log", "validate_appended", "validate_stored"]
+
+
+def current_log(session_id: str, events: Sequence[LogEntry], writers: Sequence[tuple[int, str]] = (),
+                first_seq: int = 0) -> Sequence[LogEntry]:
+    """``events`` in their current shape: the legacy upgrade (``agentlog.legacy``) runs only when
+    an event says it is legacy; a current log passes unchanged, without entering it."""
+    if first_legacy(events) is None:
+        return events
+    return upgrade_legacy_chain(session_id, events, writers, first_seq)
 
 
 def validate_stored(session_id: str, stored: StoredLog) -> tuple[Session, list[Event]]:
@@ -36,7 +52,7 @@ def validate_stored(session_id: str, stored: StoredLog) -> tuple[Session, list[E
             if event.type not in plain:  # packed chunk runs are plain: their type is assistant/chunk
                 refuse_retired(cast(Event, event), session_id)
                 refuse_unknown(cast(Event, event), session_id)
-        upgraded = upgrade_legacy_chain(session_id, events, stored.writers)  # in memory only
+        upgraded = current_log(session_id, events, stored.writers)  # in memory only
         session = Session._unsealed(session_id, upgraded, stored.header)
         closers = interrupted_turn_closers(session.events)
     except SessionFormatUnsupportedError:
@@ -57,7 +73,10 @@ def validate_appended(session_id: str, base: Session, batch: Sequence[Event]) ->
     try:
         for event in batch:
             refuse_unknown(event, session_id)
-        if needs_prefix(batch):  # a legacy replacement names what it replaces: upgrade in context
+        upgraded: Sequence[LogEntry] = batch
+        if first_legacy(batch) is None:
+            pass  # a current batch: no legacy upgrade, as a load of it would not run one
+        elif needs_prefix(batch):  # a legacy replacement names what it replaces: upgrade in context
             upgraded = upgrade_legacy(session_id, [*base._log, *batch])[len(base._log):]
         else:  # as load will, without copying the log
             upgraded = upgrade_legacy(session_id, list(batch))

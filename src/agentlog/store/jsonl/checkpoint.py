@@ -48,9 +48,8 @@ from agentlog.core.messages import Message
 from agentlog.core.packed import ChunkRun, LazySpan
 from agentlog.core.repair import interrupted_turn_closers
 from agentlog.core.session import Session
-from agentlog.core.storable import PLAIN_STORED_TYPES, refuse_retired, refuse_unknown
+from agentlog.core.storable import PLAIN_STORED_TYPES, first_legacy, refuse_retired, refuse_unknown
 from agentlog.errors import AgentlogError, SessionCorruptionError
-from agentlog.legacy.upgrade import upgrade_legacy
 from agentlog.store.jsonl.forks import JsonlForks, Transcript, is_shared, public_header
 from agentlog.store.jsonl.format import read_header_prefix, scan_suffix
 from agentlog.store.jsonl.seek import Identity, SeekIndex, identity_of
@@ -441,8 +440,8 @@ class JsonlCheckpoints(JsonlForks):
             if entry.type not in PLAIN_STORED_TYPES:
                 refuse_retired(entry, session_id)  # type: ignore[arg-type]
                 refuse_unknown(entry, session_id)  # type: ignore[arg-type]
-        if upgrade_legacy(session_id, suffix) is not suffix:
-            return None
+        if first_legacy(suffix) is not None:
+            return None  # a legacy suffix: the full read upgrades it
         messages = _read_messages(checkpoint_path(path), core) if with_messages else None
         header = public_header(stored_header)
         session = resume_session(header, core.state, spans, self._span_reader(data, path), messages)

@@ -21,8 +21,8 @@ from agentlog.core.events import TURN_END, Event
 from agentlog.core.header import SessionHeader
 from agentlog.core.jsonvalue import loads
 from agentlog.core.packed import ChunkRun, LogEntry, resolve_entries
+from agentlog.core.storable import STORED_EVENT_TYPES
 from agentlog.errors import AgentlogError, SessionCorruptionError, SessionFormatUnsupportedError
-from agentlog.legacy.upgrade import STORED_EVENT_TYPES
 from agentlog.store import codec
 from agentlog.store.jsonl.header import (
     SHARED_PREFIX_KEY,

@@ -63,7 +63,6 @@ from agentlog.errors import (
     SessionNotFoundError,
     UsageError,
 )
-from agentlog.legacy.upgrade import upgrade_legacy_chain
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.group_commit import Pending, fail_all
 from agentlog.store.hooks import _State
@@ -75,6 +74,7 @@ from agentlog.store.postgres.rows import encode_columns, same_rows
 from agentlog.store.postgres.schema import SESSION_COLUMNS, Statements
 from agentlog.store.postgres.search import SearchStatements, search_columns
 from agentlog.store.records import StoredLog, WriterLock
+from agentlog.store.validate import current_log
 
 __all__ = ["PostgresStore"]
 
@@ -415,7 +415,7 @@ class PostgresStore(PostgresReads):
                 if info.incarnation != self._incarnations.get(session_id):
                     raise ConcurrentWriterError("session changed during materialize", session_id=session_id)
                 # The copy holds the prefix as its writers' sessions read it (legacy ids named after them).
-                prefix = upgrade_legacy_chain(session_id, stored.events[: info.base_length], stored.writers)
+                prefix = current_log(session_id, stored.events[: info.base_length], stored.writers)
                 self._insert(conn, session_id, resolve_entries(prefix))
                 conn.execute(self._sql.detach, (session_id,))
 

@@ -18,13 +18,14 @@ import zstandard
 
 from agentlog.core.events import TURN_END, Event, surface_op_to_wire
 from agentlog.core.jsonvalue import MAX_SAFE_INTEGER, dumps, loads, valid_text
+from agentlog.core.storable import STORED_EVENT_TYPES
 from agentlog.errors import (
     AgentlogError,
     InvalidEventError,
     SessionCorruptionError,
     SessionFormatUnsupportedError,
 )
-from agentlog.legacy.upgrade import STORED_EVENT_TYPES, chain_writers
+from agentlog.legacy.upgrade import chain_writers
 from agentlog.store.codec import (
     MIN_RUN,
     ROW_TAGS,

@@ -62,7 +62,6 @@ from agentlog.errors import (
     StoreError,
     UsageError,
 )
-from agentlog.legacy.upgrade import upgrade_legacy_chain
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.codec import SQLITE_MAX_MEMBERS
 from agentlog.store.filelock import discard_lock_file, flock_holder, lock_in_process, lock_session_file
@@ -104,6 +103,7 @@ from agentlog.store.sqlite.schema import (
     session_info,
 )
 from agentlog.store.sqlite.search import candidates, decode_candidates, index_events, unindex_from
+from agentlog.store.validate import current_log
 
 __all__ = ["SqliteStore"]
 
@@ -429,7 +429,7 @@ class SqliteStore(SqliteConnection):
                     raise exc.locate(session_id=session_id, file=self._file) from None
                 # The copy holds the prefix as its writers' sessions read it (legacy ids named after them).
                 writers = fork_writers(segments, info.start, session_id)
-                copied = resolve_entries(upgrade_legacy_chain(session_id, events, writers))
+                copied = resolve_entries(current_log(session_id, events, writers))
                 conn.executemany(INSERT_ROW, [(info.key, *row) for row in encode_rows(copied)])
                 index_events(conn, info.key, copied, bool(self._fts))
                 conn.execute(CLEAR_BASE, (info.key,))
