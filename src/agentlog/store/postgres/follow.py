@@ -12,16 +12,13 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import aclosing, closing
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from agentlog.core.events import Event
 from agentlog.store.postgres.errors import translate
-
-if TYPE_CHECKING:
-    from agentlog.store.postgres.store import PostgresStore
 
 __all__ = ["afollow", "follow", "wakes"]
 
@@ -84,20 +81,27 @@ def follow(
 
 
 async def afollow(
-    store: PostgresStore, session_id: str, from_seq: int, *, idle_timeout: float | None, poll_interval: float,
+    read: Callable[[int], list[Event]],
+    connect: Callable[[], tuple[str, dict[str, Any]]],
+    channel: str,
+    from_seq: int,
+    *,
+    idle_timeout: float | None,
+    poll_interval: float,
+    where: str,
 ) -> AsyncIterator[Event]:
-    """The async follower behind ``PostgresStore.atail`` (reads run in a worker thread)."""
-    await asyncio.to_thread(store._ready)
-    dsn, kwargs = store._async_connect_args()
-    with translate(where=store.where):
+    """The async follower behind ``PostgresStore.atail``: ``connect`` (blocking: it may create the
+    schema) gives the connection's DSN and arguments; it and every read run in a worker thread."""
+    dsn, kwargs = await asyncio.to_thread(connect)
+    with translate(where=where):
         conn = await psycopg.AsyncConnection.connect(dsn, **kwargs)
     try:
-        with translate(where=store.where):
-            await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(store.channel(session_id))))
+        with translate(where=where):
+            await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
         cursor = from_seq
         idle_since = time.monotonic()
         while True:
-            events = await asyncio.to_thread(store._read_suffix, session_id, cursor)
+            events = await asyncio.to_thread(read, cursor)
             if events:
                 idle_since = time.monotonic()
                 for event in events:
@@ -109,7 +113,7 @@ async def afollow(
                 if timeout is None:
                     return
                 woke = False
-                with translate(where=store.where):
+                with translate(where=where):
                     async with aclosing(conn.notifies(timeout=timeout)) as notifies:
                         async for notify in notifies:
                             if wakes(notify.payload, cursor):

@@ -510,7 +510,12 @@ class PostgresStore(PostgresReads):
               poll_interval: float = 5.0) -> AsyncIterator[Event]:
         """``tail()`` as an async iterator that never blocks the event loop."""
         self._check_from(session_id, from_seq)
-        return afollow(self, session_id, from_seq, idle_timeout=idle_timeout, poll_interval=poll_interval)
+        def connect_args() -> tuple[str, dict[str, Any]]:
+            self._ready()
+            return self._async_connect_args()
+
+        return afollow(lambda seq: self._read_suffix(session_id, seq), connect_args, self.channel(session_id),
+                       from_seq, idle_timeout=idle_timeout, poll_interval=poll_interval, where=self.where)
 
 
 class _Mismatch(Exception):  # noqa: N818 - internal control flow, never escapes
