@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from agentlog.core.aio import run, running_loop
 from agentlog.core.events import (
@@ -29,6 +29,7 @@ from agentlog.core.repair import (
     TOOL_OUTCOME_UNKNOWN,
 )
 from agentlog.core.request_header import canonical_header, check_request_header_shape, header_equals
+from agentlog.core.session import Session
 from agentlog.errors import InvalidEventError, UsageError
 from agentlog.recording.values import (
     CLOSED,
@@ -45,10 +46,39 @@ from agentlog.recording.values import (
     user_message_data,
 )
 
-if TYPE_CHECKING:
-    from agentlog.recording.recorder import Turn
+__all__ = ["Step", "StepRecorder", "StepTurn"]
 
-__all__ = ["Step"]
+
+class StepRecorder(Protocol):
+    """What a step uses of its ``Recorder``: the compactor's hooks, the flushes, request state."""
+
+    _requested: bool
+    _overflows: int
+
+    def _hook(self, name: str) -> Any: ...
+    def _pre_step(self) -> None: ...
+    def _check_sync_flush(self) -> None: ...
+    def _flush_sync(self) -> None: ...
+    async def _flush_async(self) -> None: ...
+
+
+class StepTurn(Protocol):
+    """What a step reads and moves of its ``Turn`` (``agentlog.recording.recorder.Turn``)."""
+
+    _step: Step | None
+    _steps: int
+    _truncated: bool
+
+    @property
+    def _recorder(self) -> StepRecorder: ...
+    @property
+    def _session(self) -> Session: ...
+    @property
+    def number(self) -> int: ...
+    @property
+    def is_open(self) -> bool: ...
+    def _require_open(self, what: str) -> None: ...
+    def todo_write(self, todos: Sequence[Mapping[str, Any]]) -> Event: ...
 
 _OUTCOME_UNKNOWN_ERROR: Final = frozen_dict({"name": "ToolOutcomeUnknownError", "code": TOOL_OUTCOME_UNKNOWN})
 _NOT_STARTED_ERROR: Final = frozen_dict({"name": "ToolNotStartedError", "code": TOOL_NOT_STARTED})
@@ -62,7 +92,7 @@ class Step:
                  "_number", "_recorder", "_session", "_state", "_streaming", "_tool_blocks", "_turn",
                  "_turn_number", "_usage")
 
-    def __init__(self, turn: Turn) -> None:
+    def __init__(self, turn: StepTurn) -> None:
         self._turn = turn
         self._recorder = turn._recorder
         self._session = turn._session
@@ -86,7 +116,7 @@ class Step:
         return self._number
 
     @property
-    def turn(self) -> Turn:
+    def turn(self) -> StepTurn:
         return self._turn
 
     @property
