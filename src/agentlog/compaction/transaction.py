@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from agentlog.compaction.config import Policy
 from agentlog.compaction.events import (
@@ -25,18 +25,21 @@ from agentlog.compaction.events import (
 )
 from agentlog.compaction.region import Region
 from agentlog.compaction.result import CompactionResult
-from agentlog.compaction.summary import SummaryRequest, SummaryResult, run_summarizer
-from agentlog.compaction.tokens import Measurement, session_log
+from agentlog.compaction.summary import (
+    Summarizer,
+    SummaryRequest,
+    SummaryResult,
+    SyncSummarizer,
+    run_summarizer,
+)
+from agentlog.compaction.tokens import Measurement, TokenMeter, session_log
 from agentlog.core.events import USER_MESSAGE, Replace
 from agentlog.core.jsonvalue import FrozenDict, freeze
 from agentlog.core.messages import derive_event_message
 from agentlog.core.session import Session
 from agentlog.errors import AgentlogError, CompactionError
 
-if TYPE_CHECKING:
-    from agentlog.compaction.engine import Compactor
-
-__all__ = ["Flush", "Plan", "Prepared", "Transaction", "cancelling", "span_messages"]
+__all__ = ["Flush", "Owner", "Plan", "Prepared", "Transaction", "cancelling", "span_messages"]
 
 Stage = Literal["summary", "commit"]
 Flush = Callable[[], Awaitable[None]]
@@ -121,10 +124,21 @@ def _check_summary(result: object) -> _Summary:
                     bool(result.llm_stream_call))
 
 
+class Owner(Protocol):
+    """What a transaction uses of its ``Compactor``: the summarizer, the meter, T6 and T10."""
+
+    @property
+    def summarizer(self) -> Summarizer | SyncSummarizer: ...
+    @property
+    def meter(self) -> TokenMeter: ...
+    def _prepare(self, plan: Plan) -> Prepared: ...
+    def _check_stable(self, plan: Plan, prepared: Prepared) -> None: ...
+
+
 class Transaction:
     """The mutable state of one transaction from its start append to its return (T5-T18)."""
 
-    def __init__(self, compactor: Compactor, plan: Plan, owner: int | None, compaction_id: str) -> None:
+    def __init__(self, compactor: Owner, plan: Plan, owner: int | None, compaction_id: str) -> None:
         self.compactor = compactor
         self.plan = plan
         self.session = plan.session
