@@ -78,7 +78,7 @@ if TYPE_CHECKING:
     from agentlog.store.postgres.store import PostgresStore
     from agentlog.store.sqlite.store import SqliteStore
 
-__version__ = "0.1.0"
+from agentlog.version import __version__
 
 _LAZY: dict[str, tuple[str, str]] = {
     "AuditCheck": ("agentlog.audit", "AuditCheck"),

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentlog import AgentlogError, Event, InvalidEventError, Replace, Session, SessionHeader
+from agentlog.core.repair import last_turn_is_open
 from agentlog.legacy.upgrade import upgrade_legacy
-from agentlog.store.base import last_turn_is_open
 from tests.contract.conftest import StoreFactory
 from tests.strategies import Op, interleaved, json_values, session_ops, user_message
 

@@ -195,3 +195,13 @@ def _synthetic_result(seq: int, time: int, turn: Any, call_id: str, call: _Pendi
     })
     cited = (call.call_seq,) if call.call_seq is not None else None
     return make_event(TOOL_RESULT, seq, time, data, "append", cited, op_first=True)
+
+
+def last_turn_is_open(events: Sequence[Event]) -> bool:
+    """True when the last ``turn/start`` has no ``turn/end`` after it."""
+    for event in reversed(events):
+        if event.type == TURN_END:
+            return False
+        if event.type == TURN_START:
+            return True
+    return False

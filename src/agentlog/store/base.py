@@ -12,11 +12,11 @@ import builtins
 import contextlib
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentlog.core.aio import in_thread
 from agentlog.core.bulk import gc_paused
-from agentlog.core.events import TURN_END, TURN_START, Event, is_safe_int
+from agentlog.core.events import Event, is_safe_int
 from agentlog.core.header import SessionHeader
 from agentlog.core.packed import LogEntry, resolve_entries
 from agentlog.core.session import EventsView, Session
@@ -34,9 +34,7 @@ from agentlog.legacy.upgrade import needs_prefix, upgrade_legacy_chain
 from agentlog.store.hooks import DEFAULT_WRITE_DELAY_MS, StoreHooks, _State
 from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, StoredLog
 from agentlog.store.validate import validate_appended, validate_stored
-
-if TYPE_CHECKING:
-    from agentlog.store.writer import LiveSession
+from agentlog.store.writer import LiveSession
 
 __all__ = ["DEFAULT_WRITE_DELAY_MS", "Store"]
 
@@ -277,7 +275,6 @@ class Store(StoreHooks):
         ``check_invariants=False`` (here, in ``open`` and ``fork``) skips the live turn/step checks,
         e.g. for a bulk import of foreign logs.
         """
-        from agentlog.store.writer import LiveSession
 
         resolved = SessionHeader(id=header) if isinstance(header, str) else header
         self.create(resolved)
@@ -291,7 +288,6 @@ class Store(StoreHooks):
 
     def open(self, session_id: str, *, check_invariants: bool = True) -> LiveSession:
         """Resume a stored session for writing: lock, load (committing repair), restore."""
-        from agentlog.store.writer import LiveSession
 
         self._check_open()
         lock = self._take_writer_lock(session_id, "open for writing")
@@ -309,7 +305,6 @@ class Store(StoreHooks):
              check_invariants: bool = True) -> LiveSession:
         """A live child seeded with the stable prefix ``[0, boundary]`` of a stored session."""
         from agentlog.core.fork import check_fork_boundary
-        from agentlog.store.writer import LiveSession
 
         self._check_open()
         live = self._live.get(session_id)
@@ -437,19 +432,9 @@ class Store(StoreHooks):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- bookkeeping for LiveSession ----------------------------------------------------------
-
-    def _attach_live(self, live: LiveSession) -> None:
-        with self._guard:
-            self._live[live.session.id] = live
-
-    def _detach_live(self, live: LiveSession) -> None:
-        with self._guard:
-            if self._live.get(live.session.id) is live:
-                del self._live[live.session.id]
-            state = self._states.get(live.session.id)
-            if state is not None and not state.materialized:
-                del self._states[live.session.id]
+    def _persist(self, state: _State, batch: Sequence[Event]) -> None:
+        """A live session's durable write (``GroupCommitStore`` shares one commit among several)."""
+        self._write(state, batch)
 
     # -- async twins -------------------------------------------------------------------------
 
@@ -495,13 +480,3 @@ class Store(StoreHooks):
 
     async def aclose(self) -> None:
         await in_thread(self.close)
-
-
-def last_turn_is_open(events: Sequence[Event]) -> bool:
-    """True when the last ``turn/start`` has no ``turn/end`` after it."""
-    for event in reversed(events):
-        if event.type == TURN_END:
-            return False
-        if event.type == TURN_START:
-            return True
-    return False

@@ -123,7 +123,7 @@ class GroupCommitStore(Store):
         durable (then every batch of the group gets that error).
         """
 
-    def _write_grouped(self, state: _State, batch: Sequence[Event]) -> None:
+    def _persist(self, state: _State, batch: Sequence[Event]) -> None:
         """``_write`` through the group commit (the caller holds the session's serialization)."""
         if not self.grouping or batch[0].seq != state.cursor:
             self._write(state, batch)  # a stale cursor: refused as a concurrent write, as alone

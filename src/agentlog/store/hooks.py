@@ -14,24 +14,33 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agentlog.core.events import Event, is_safe_int
 from agentlog.core.header import SessionHeader
 from agentlog.core.session import Session
 from agentlog.errors import SessionLockedError, UsageError
-from agentlog.store.records import Listing, RawArtifact, StoredLog, WriterLock
+from agentlog.store.records import Inspection, Listing, RawArtifact, StoredLog, WriterLock
 
-if TYPE_CHECKING:
-    from agentlog.store.writer import LiveSession
-
-__all__ = ["DEFAULT_WRITE_DELAY_MS", "PREPARED_CACHE_SIZE", "StoreHooks"]
+__all__ = ["DEFAULT_WRITE_DELAY_MS", "PREPARED_CACHE_SIZE", "LiveHandle", "StoreHooks"]
 
 DEFAULT_WRITE_DELAY_MS = 200
 """The write-behind batching window: a fixed deadline from the first pending event."""
 
 PREPARED_CACHE_SIZE = 5
 """Validated cold sessions kept per store (keyed by revision), as DSH's LRU default."""
+
+
+class LiveHandle(Protocol):
+    """What a store uses of the live sessions it handed out (``agentlog.store.writer.LiveSession``)."""
+
+    @property
+    def session(self) -> Session: ...
+    @property
+    def durable_seq(self) -> int: ...
+    def durable_view(self) -> Inspection: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
 
 
 @dataclass(slots=True)
@@ -57,7 +66,7 @@ class StoreHooks(ABC):
         self._guard = threading.Lock()
         self._id_locks: dict[str, threading.RLock] = {}
         self._states: dict[str, _State] = {}
-        self._live: dict[str, LiveSession] = {}
+        self._live: dict[str, LiveHandle] = {}
         self._prepared: OrderedDict[str, tuple[StoredLog, Session, list[Event]]] = OrderedDict()
         self._fork_sources: OrderedDict[str, tuple[str, Session, int]] = OrderedDict()
         """Validated prefixes that cold forks read: (revision, source, length), like ``_prepared``."""
@@ -175,3 +184,21 @@ class StoreHooks(ABC):
             cache.move_to_end(session_id)
             while len(cache) > PREPARED_CACHE_SIZE:
                 cache.popitem(last=False)
+
+    # -- bookkeeping for live sessions ----------------------------------------------------------
+
+    def _attach_live(self, live: LiveHandle) -> None:
+        with self._guard:
+            self._live[live.session.id] = live
+
+    def _detach_live(self, live: LiveHandle) -> None:
+        with self._guard:
+            if self._live.get(live.session.id) is live:
+                del self._live[live.session.id]
+            state = self._states.get(live.session.id)
+            if state is not None and not state.materialized:
+                del self._states[live.session.id]
+
+    @abstractmethod
+    def _persist(self, state: _State, batch: Sequence[Event]) -> None:
+        """A live session's durable write of ``batch`` at ``state.cursor`` (``Store`` implements it)."""

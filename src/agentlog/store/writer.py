@@ -23,6 +23,7 @@ from agentlog.core.events import Event
 from agentlog.core.invariants import InvariantChecker
 from agentlog.core.jsonvalue import valid_text
 from agentlog.core.packed import LogSlice
+from agentlog.core.repair import last_turn_is_open
 from agentlog.core.session import Session
 from agentlog.errors import (
     AgentlogError,
@@ -32,12 +33,10 @@ from agentlog.errors import (
     UsageError,
     WriteFailedError,
 )
-from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.records import Inspection
 
 if TYPE_CHECKING:
-    from agentlog.store.base import Store
-    from agentlog.store.hooks import _State
+    from agentlog.store.hooks import StoreHooks, _State
     from agentlog.store.records import WriterLock
 
 __all__ = ["LiveSession"]
@@ -53,7 +52,7 @@ class LiveSession:
     against the turn/step/tool invariants (spec §11) unless ``check_invariants=False``.
     """
 
-    def __init__(self, store: Store, session: Session, state: _State, lock: WriterLock, *,
+    def __init__(self, store: StoreHooks, session: Session, state: _State, lock: WriterLock, *,
                  check_invariants: bool = True) -> None:
         if check_invariants and not InvariantChecker.attached(session):  # primed from the last turn
             InvariantChecker.attach(session, replay="last-turn")
@@ -157,7 +156,6 @@ class LiveSession:
     def durable_view(self) -> Inspection:
         """The live log for ``Store.load``: flushed first, refused while a turn is open."""
         from agentlog.errors import SessionNotFoundError
-        from agentlog.store.base import last_turn_is_open
 
         events = self.session.events  # a snapshot: it never grows
         self.flush()
@@ -302,10 +300,7 @@ class LiveSession:
         try:
             with store._serialized(self.id):
                 store._check_writer_lock(self._lock, self._state, batch)
-                if isinstance(store, GroupCommitStore):
-                    store._write_grouped(self._state, batch)
-                else:
-                    store._write(self._state, batch)
+                store._persist(self._state, batch)
         except PersistenceIOError:
             raise
         except (InvalidEventError, InvalidHeaderError) as exc:  # the store refused the data itself

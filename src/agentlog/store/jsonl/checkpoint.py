@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import zstandard
 
@@ -50,13 +50,12 @@ from agentlog.core.repair import interrupted_turn_closers
 from agentlog.core.session import Session
 from agentlog.core.storable import PLAIN_STORED_TYPES, first_legacy, refuse_retired, refuse_unknown
 from agentlog.errors import AgentlogError, SessionCorruptionError
+from agentlog.store.hooks import LiveHandle
 from agentlog.store.jsonl.forks import JsonlForks, Transcript, is_shared, public_header
 from agentlog.store.jsonl.format import read_header_prefix, scan_suffix
 from agentlog.store.jsonl.seek import Identity, SeekIndex, identity_of
 from agentlog.store.records import StoredLog
-
-if TYPE_CHECKING:
-    from agentlog.store.writer import LiveSession
+from agentlog.store.writer import LiveSession
 
 __all__ = ["CHECKPOINT_SUFFIX", "DEFAULT_CHECKPOINT_BYTES", "JsonlCheckpoints"]
 
@@ -173,7 +172,7 @@ def _read_core(path: Path, session_id: str) -> _Core | None:
 
 def _rules() -> str:
     """The version whose validation a checkpoint vouches for (another version validates afresh)."""
-    from agentlog import __version__
+    from agentlog.version import __version__
 
     return __version__
 
@@ -502,8 +501,10 @@ class JsonlCheckpoints(JsonlForks):
             return
         self._write_checkpoint(session_id, path, read[0], source, prior)
 
-    def _detach_live(self, live: LiveSession) -> None:
+    def _detach_live(self, live: LiveHandle) -> None:
         super()._detach_live(live)
+        if not isinstance(live, LiveSession):
+            return
         session, state = live.session, live._state
         if (self.checkpoint_bytes is None or live._failure is not None or not state.materialized
                 or state.cursor != session.seq or session.header.parent_session is not None
