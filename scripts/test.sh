@@ -11,4 +11,5 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
 .venv/bin/ruff check src tests benchmarks examples
 .venv/bin/mypy
+.venv/bin/lint-imports --no-cache  # the layer contract (pyproject.toml [tool.importlinter])
 .venv/bin/python -m pytest "$@"

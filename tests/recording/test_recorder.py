@@ -13,10 +13,11 @@ from benchmarks.workload import workload_events
 
 from agentlog import InvalidEventError, InvariantError, Session, UsageError, thaw
 from agentlog.core.events import Event
+from agentlog.core.failure import llm_failure
 from agentlog.core.invariants import InvariantChecker, check_invariants
 from agentlog.core.jsonvalue import FrozenDict
 from agentlog.core.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT
-from agentlog.recording.recorder import Recorder, llm_failure
+from agentlog.recording.recorder import Recorder
 
 HEADER: dict[str, Any] = {"config": {"provider": "p", "model": "m"}}
 

@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 
 import click
 
-from agentlog import __version__
 from agentlog.cli.render import errors, safe
 from agentlog.errors import AgentlogError
 from agentlog.store.base import Store
 from agentlog.store.urls import default_store_url, open_store
+from agentlog.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -244,7 +244,7 @@ class Compactor:
         loop should rebuild its request and retry within the same step; ``attempts`` is the
         number of overflow retries already granted since the last successful response.
         """
-        from agentlog.recording.recorder import llm_failure
+        from agentlog.core.failure import llm_failure
 
         session, _ = _resolve(target)
         if not self.config.auto or llm_failure(error).get("code") != CONTEXT_OVERFLOW_CODE:

@@ -17,13 +17,12 @@ from agentlog.core.jsonvalue import dumps, freeze
 from agentlog.core.openai_wire import (
     CompletionStream,
     http_error,
-    import_httpx,
     provider_from_url,
     to_openai_messages,
     to_openai_tools,
     usage_from_openai,
 )
-from agentlog.errors import SummarizerError
+from agentlog.errors import MissingExtraError, SummarizerError
 
 if TYPE_CHECKING:
     import httpx
@@ -88,6 +87,17 @@ drop detail first."""
 """Appended to the instruction when a summary hit its output cap; ``{words}`` is the new limit."""
 
 
+def _import_httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as exc:
+        raise MissingExtraError(
+            "this needs httpx, which is not installed: pip install 'agentlog[llm]'",
+            code="MISSING_EXTRA",
+        ) from exc
+    return httpx
+
+
 class OpenAICompatibleSummarizer:
     """Summarize through any OpenAI-compatible ``/chat/completions`` endpoint, streaming.
 
@@ -119,7 +129,7 @@ class OpenAICompatibleSummarizer:
         instruction: str = SUMMARY_INSTRUCTION,
         shorten_on_cap: bool = True,
     ) -> None:
-        self._httpx = import_httpx()
+        self._httpx = _import_httpx()
         if not base_url or not model:
             raise ValueError("base_url and model must be non-empty")
         if max_tokens is not None and max_tokens < 1:

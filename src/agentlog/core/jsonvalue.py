@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
 import orjson
@@ -34,6 +34,7 @@ __all__ = [
     "dumps_indented",
     "freeze",
     "frozen_dict",
+    "frozen_object",
     "is_json_value",
     "json_equal",
     "loads",
@@ -566,3 +567,15 @@ def _loads_iterative(text: str) -> Any:  # noqa: C901, PLR0915
         else:
             parent.append(value)
         expect = ","
+
+
+def frozen_object(value: object, root: str) -> FrozenDict:
+    """``value`` (a mapping) validated and frozen as a JSON object."""
+    if type(value) is FrozenDict:
+        return value
+    if isinstance(value, Mapping) and type(value) is not dict:
+        value = dict(value)
+    frozen = freeze(value, root=root, what="non-JSON-serializable data")
+    if type(frozen) is not FrozenDict:
+        raise InvalidEventError(f"{root} must be a JSON object, got {type(value).__name__}", path=root)
+    return frozen

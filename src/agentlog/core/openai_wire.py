@@ -16,14 +16,13 @@ from urllib.parse import urlsplit
 import orjson
 
 from agentlog.core.jsonvalue import dumps, thaw
-from agentlog.errors import MissingExtraError, SummarizerError
+from agentlog.errors import SummarizerError
 
 __all__ = [
     "CONTEXT_HINT",
     "STATUS_CODES",
     "CompletionStream",
     "http_error",
-    "import_httpx",
     "provider_from_url",
     "retry_after_ms",
     "to_openai_messages",
@@ -31,17 +30,6 @@ __all__ = [
     "tool_arguments",
     "usage_from_openai",
 ]
-
-
-def import_httpx() -> Any:
-    try:
-        import httpx
-    except ImportError as exc:
-        raise MissingExtraError(
-            "this needs httpx, which is not installed: pip install 'agentlog[llm]'",
-            code="MISSING_EXTRA",
-        ) from exc
-    return httpx
 
 
 def _refuse_image(session_id: str | None, where: str) -> SummarizerError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any, Final
 
+from agentlog.core.failure import llm_failure
 from agentlog.core.jsonvalue import FrozenDict, dumps, frozen_dict
 from agentlog.errors import MissingExtraError
 from agentlog.integrations.anthropic_request import (
@@ -30,7 +31,7 @@ from agentlog.integrations.common import (
     status_failure,
     tool_calls,
 )
-from agentlog.recording.recorder import Step, llm_failure
+from agentlog.recording.recorder import Step
 
 try:
     import anthropic

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any, Final
 
+from agentlog.core.failure import llm_failure
 from agentlog.core.jsonvalue import FrozenDict, frozen_dict
 from agentlog.core.openai_wire import usage_from_openai
 from agentlog.core.session import Session
@@ -30,7 +31,7 @@ from agentlog.integrations.common import (
     tool_calls,
 )
 from agentlog.integrations.openai_messages import ReasoningReplay, chat_header, chat_tools, to_chat_messages
-from agentlog.recording.recorder import Step, llm_failure
+from agentlog.recording.recorder import Step
 
 try:
     import openai

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from agentlog.core.aio import run, running_loop
 from agentlog.core.events import STEP_START, TODO_WRITE, TURN_END, TURN_START, USER_MESSAGE, Event
+from agentlog.core.failure import llm_failure
 from agentlog.core.invariants import InvariantChecker
-from agentlog.core.jsonvalue import FrozenDict, freeze, frozen_dict
+from agentlog.core.jsonvalue import FrozenDict, freeze, frozen_dict, frozen_object
 from agentlog.core.session import Session
 from agentlog.errors import InvalidEventError, UsageError
 from agentlog.recording.step import Step
@@ -25,9 +26,7 @@ from agentlog.recording.values import (
     NEW,
     OPEN,
     contain,
-    frozen_object,
     kind_tagged,
-    llm_failure,
     located,
     turn_end_reason,
     user_message_data,
@@ -36,7 +35,7 @@ from agentlog.recording.values import (
 if TYPE_CHECKING:
     from agentlog.store.writer import LiveSession
 
-__all__ = ["Flush", "Recorder", "Step", "Turn", "llm_failure", "turn_end_reason"]
+__all__ = ["Flush", "Recorder", "Step", "Turn", "turn_end_reason"]
 
 logger = logging.getLogger("agentlog")
 

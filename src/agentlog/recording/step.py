@@ -21,7 +21,7 @@ from agentlog.core.events import (
     Event,
     is_safe_int,
 )
-from agentlog.core.jsonvalue import FrozenDict, freeze, frozen_dict, valid_text
+from agentlog.core.jsonvalue import FrozenDict, freeze, frozen_dict, frozen_object, valid_text
 from agentlog.core.repair import (
     NOT_STARTED_TEXT,
     OUTCOME_UNKNOWN_TEXT,
@@ -39,7 +39,6 @@ from agentlog.recording.values import (
     check_usage,
     contain,
     content_blocks,
-    frozen_object,
     is_abort,
     located,
     new_message_id,

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
 
 from agentlog.core.aio import is_cancellation
 from agentlog.core.events import is_safe_int
-from agentlog.core.jsonvalue import FrozenDict, freeze, frozen_dict, valid_text
+from agentlog.core.failure import llm_failure
+from agentlog.core.jsonvalue import FrozenDict, freeze, frozen_dict, frozen_object, valid_text
 from agentlog.errors import AgentlogError, InvalidEventError
 
 __all__ = ["CLOSED", "NEW", "OPEN", "USER_SOURCE", "check_text", "check_usage", "contain", "content_blocks",
-           "frozen_object", "is_abort", "kind_tagged", "llm_failure", "located", "new_message_id",
+           "is_abort", "kind_tagged", "located", "new_message_id",
            "turn_end_reason", "user_message_data"]
 
 if TYPE_CHECKING:
@@ -66,23 +67,6 @@ def located(event_type: str) -> Callable[[_Method[_S, _P, _R]], _Method[_S, _P, 
     return wrap
 
 
-def _clean_text(text: str) -> str:
-    """Text made safe to log (lone surrogates escaped): closing a turn must not fail on it."""
-    return text if text.isascii() or valid_text(text) else text.encode("utf-8", "backslashreplace").decode()
-
-
-def frozen_object(value: object, root: str) -> FrozenDict:
-    """``value`` (a mapping) validated and frozen as a JSON object."""
-    if type(value) is FrozenDict:
-        return value
-    if isinstance(value, Mapping) and type(value) is not dict:
-        value = dict(value)
-    frozen = freeze(value, root=root, what="non-JSON-serializable data")
-    if type(frozen) is not FrozenDict:
-        raise InvalidEventError(f"{root} must be a JSON object, got {type(value).__name__}", path=root)
-    return frozen
-
-
 def kind_tagged(value: object, root: str) -> FrozenDict:
     frozen = frozen_object(value, root)
     if type(frozen.get("kind")) is not str or not frozen["kind"]:
@@ -116,48 +100,6 @@ def new_message_id(message_id: str | None, path: str) -> str:
     """A fresh uuid4, or the caller's id checked as a non-empty string at ``path``."""
     return str(uuid.uuid4()) if message_id is None else check_text(message_id, "message id", path=path,
                                                                    empty=False)
-
-
-def _attr(obj: object, name: str) -> Any:
-    try:
-        return getattr(obj, name, None)
-    except Exception:
-        return None
-
-
-def llm_failure(exc: BaseException) -> FrozenDict:
-    """The LlmFailure ``{message, code, status?, providerRetryAfterMs?, requestId?}`` of an exception.
-
-    An ``llm_failure`` mapping on the exception wins; else ``code``/``status`` (or
-    ``status_code``)/``request_id``/``provider_retry_after_ms`` attributes; else code ``UNKNOWN``.
-    """
-    provided = _attr(exc, "llm_failure")
-    if isinstance(provided, Mapping):
-        try:
-            failure = frozen_object(provided, "error")
-        except InvalidEventError:
-            failure = None
-        if failure is not None and type(failure.get("message")) is str and type(failure.get("code")) is str:
-            return failure
-    code = _attr(exc, "code")
-    if type(code) is str and code:
-        parts: dict[str, Any] = {"message": _clean_text(str(exc) or type(exc).__name__),
-                                 "code": _clean_text(code)}
-    else:
-        text = str(exc)
-        parts = {"message": _clean_text(f"{type(exc).__name__}: {text}" if text else type(exc).__name__),
-                 "code": "UNKNOWN"}
-    status = _attr(exc, "status")
-    status = status if is_safe_int(status) else _attr(exc, "status_code")
-    if is_safe_int(status):
-        parts["status"] = status
-    retry = _attr(exc, "provider_retry_after_ms")
-    if is_safe_int(retry) and retry >= 0:
-        parts["providerRetryAfterMs"] = retry
-    request_id = _attr(exc, "request_id")
-    if type(request_id) is str and request_id:
-        parts["requestId"] = _clean_text(request_id)
-    return frozen_dict(parts)
 
 
 def is_abort(exc: BaseException) -> bool:

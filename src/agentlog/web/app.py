@@ -1,7 +1,7 @@
 """The viewer's routes: sessions, one session, its events, its live feed; static assets.
 
 Every route is GET, renders through Jinja2 with autoescaping, and prints session strings with
-terminal and bidi controls shown as escapes (``agentlog.cli.render.visible``), so a hostile
+terminal and bidi controls shown as escapes (``agentlog.core.visible``), so a hostile
 transcript is shown as text. Session ids come from the path, percent-encoded in every link.
 """
 
@@ -24,8 +24,8 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from agentlog.cli.render import visible
 from agentlog.core.request_header import canonical_header, event_header
+from agentlog.core.visible import visible
 from agentlog.errors import AgentlogError, SessionNotFoundError
 from agentlog.store.base import Store
 from agentlog.web.chart import pressure_chart
