@@ -9,7 +9,7 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null && [ "$(id -u)" =
 fi
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
-.venv/bin/ruff check src tests benchmarks examples
+.venv/bin/ruff check src tests benchmarks examples scripts
 .venv/bin/mypy
 .venv/bin/lint-imports --no-cache  # the layer contract (pyproject.toml [tool.importlinter])
 .venv/bin/python -m pytest "$@"
