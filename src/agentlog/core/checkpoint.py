@@ -2,7 +2,7 @@
 
 A ``SessionState`` is what restore derives from the first ``count`` events of a log: the
 surface fold, the derived messages and where the request scans stand. A store that proves
-the prefix unchanged (a hash of its stored bytes: ``store/jsonl_checkpoint.py``) resumes a
+the prefix unchanged (a hash of its stored bytes: ``store/jsonl/checkpoint.py``) resumes a
 session from it: the prefix stays unparsed in ``LazySpan`` slots until someone reads one of
 its events, and only the events after it are validated. Pure: no I/O.
 """

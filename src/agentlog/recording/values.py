@@ -1,6 +1,6 @@
 """The values a recorder logs: its input checks and the turn-end reasons of exceptions (spec session-core §7).
 
-Shared by ``recorder.py`` (Recorder, Turn) and ``recorder_step.py`` (Step); pure functions.
+Shared by ``recorder.py`` (Recorder, Turn) and ``step.py`` (Step); pure functions.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Validated-state checkpoints of the JSONL store (store/jsonl_checkpoint.py): a resume from a
+"""Validated-state checkpoints of the JSONL store (store/jsonl/checkpoint.py): a resume from a
 checkpoint gives exactly what a full read and validation gives, whatever state the transcript
 or the checkpoint is in, and leaves the prefix it covers unparsed."""
 

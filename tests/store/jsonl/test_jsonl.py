@@ -54,7 +54,7 @@ def test_create_writes_nothing_and_first_append_publishes_the_file(tmp_path: Pat
     assert path.endswith("session.jsonl.zstd" if compression == "zstd" else "session.jsonl")
     assert Path(path).parent.parent.name == "--home-user-project--"
     assert [h.id for h in store.list()] == ["s1"]
-    # the transcript and its seek index (store/jsonl_seek.py), no temp file left behind
+    # the transcript and its seek index (store/jsonl/seek.py), no temp file left behind
     assert sorted(Path(path).parent.iterdir()) == [Path(path), Path(path + ".seek")]
 
 

@@ -1,4 +1,4 @@
-"""The JSONL seek index (store/jsonl_seek.py): ``read_from`` seeks when the sidecar is current,
+"""The JSONL seek index (store/jsonl/seek.py): ``read_from`` seeks when the sidecar is current,
 and gives exactly the full scan's answer whatever state the sidecar or transcript is in."""
 
 from __future__ import annotations
