@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from agentlog import Event, FrozenDict, InvalidEventError, Replace, Session, SessionHeader
+from agentlog import AgentlogError, Event, FrozenDict, InvalidEventError, Replace, Session, SessionHeader
 from agentlog.core.events import KNOWN_EVENT_TYPES
 from agentlog.core.jsonvalue import thaw
-from agentlog.core.storable import STORED_EVENT_TYPES
-from agentlog.legacy.upgrade import legacy_message_id, needs_prefix, upgrade_legacy
+from agentlog.core.storable import STORED_EVENT_TYPES, first_legacy, is_current
+from agentlog.legacy.upgrade import _upgrade_event, legacy_message_id, needs_prefix, upgrade_legacy
 from tests.contract.logs import LogBuilder
 from tests.legacy_logs import (
     MALFORMED_LEGACY,
@@ -318,3 +320,68 @@ def message_ids(log: Any) -> list[str]:
         elif event.type in ("assistant/message", "tool/result"):
             out.append(event.data["message"]["id"])
     return out
+
+
+# -- the current-or-legacy test that keeps current logs out of the upgrade ------------------------
+
+_LEAF = st.one_of(st.sampled_from([None, True, 1, 2, 0, -1, "", "x", "user", "legacy"]), st.integers(-1, 3))
+_ANY_KEY = st.sampled_from(["kind", "x", "id", "message"])
+_ANY = st.recursive(_LEAF, lambda inner: st.dictionaries(_ANY_KEY, inner, max_size=2), max_leaves=4)
+
+
+def _near(shape: dict[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    """Objects near a known shape: usually all its keys, sometimes one dropped or one stray key."""
+    whole = st.fixed_dictionaries(shape)
+    return st.one_of(
+        whole,
+        st.tuples(whole, st.sampled_from(sorted(shape))).map(
+            lambda p: {key: value for key, value in p[0].items() if key != p[1]}),
+        st.tuples(whole, st.sampled_from(["x", "step", "error", "reason", "trigger"]), _LEAF).map(
+            lambda p: {**p[0], p[1]: p[2]}),
+    )
+
+
+_KIND = st.sampled_from(["completed", "blocked", "max-tokens", "interrupted", "aborted", "disposed",
+                         "error", "handoff", 3])
+_TURN = st.sampled_from([1, 2, 0, -1, "1", None])
+_MESSAGE = _near({"id": st.sampled_from(["m1", "", 7, None]), "role": _LEAF, "content": _LEAF})
+_CASES = st.one_of(
+    st.tuples(st.just("turn/end"), _near({"turn": _TURN, "reason": _near({"kind": _KIND})})),
+    st.tuples(st.just("turn/end"), _near({"turn": _TURN, "reason": _near(
+        {"kind": _KIND, "reason": _ANY, "error": _ANY, "step": _LEAF, "message": _LEAF})})),
+    st.tuples(st.just("turn/start"), _near({"turn": _TURN, "trigger": _ANY})),
+    st.tuples(st.just("user/message"), st.one_of(_MESSAGE, _near({"content": _LEAF, "source": _ANY}))),
+    st.tuples(st.sampled_from(["assistant/message", "tool/result"]), st.one_of(
+        _near({"message": _MESSAGE}), _near({"callId": _LEAF, "content": _LEAF, "isError": _LEAF}),
+        _near({"content": _LEAF, "provenance": _ANY}))),
+    st.tuples(st.just("steering/message"), st.one_of(_near({"turn": _TURN, "message": _MESSAGE}), _ANY)),
+    st.tuples(st.sampled_from(["turn/end", "user/message", "assistant/message"]), _ANY),
+)
+
+
+@given(case=_CASES)
+@example(case=("turn/end", {"turn": 1, "reason": {"kind": "aborted"}}))
+@example(case=("turn/end", {"turn": 1, "reason": {"kind": "disposed"}}))
+@example(case=("turn/end", {"turn": 1, "reason": {"kind": "error", "step": 0, "message": "m"}}))
+@example(case=("turn/end", {"turn": 1, "reason": {"kind": "completed", "x": 1}}))
+@example(case=("turn/end", {"turn": 1, "reason": {"kind": "handoff", "x": 1}}))
+@example(case=("turn/start", {"turn": 1, "trigger": {"kind": "user"}}))
+@example(case=("user/message", {"content": "hi", "source": {"kind": "user"}}))
+@example(case=("tool/result", {"callId": "c", "content": "out", "isError": False}))
+@settings(max_examples=600, deadline=None)
+def test_an_event_the_kernel_calls_current_is_left_alone_by_the_upgrade(case: tuple[str, Any]) -> None:
+    """``is_current`` is the gate of every store read: whatever it lets past must be an event the
+    upgrade would neither rewrite nor refuse, or a legacy log could load un-upgraded."""
+    kind, data = case
+    try:
+        event = Event.from_wire({"type": kind, "seq": 0, "time": 1, "data": data,
+                                 **({"surfaceOp": "append"} if kind in SURFACE_KINDS else {})})
+    except AgentlogError:
+        return  # not an event at all
+    if is_current(event):  # the upgrade's own rules, without its is_current fast path
+        assert _upgrade_event(SID, event, (), 0) is event
+    else:
+        assert first_legacy([event]) == 0
+
+
+SURFACE_KINDS = frozenset({"user/message", "assistant/message", "tool/result"})
