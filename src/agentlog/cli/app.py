@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -59,7 +60,7 @@ def handled(command: F) -> F:
                 raise
             errors.print(f"[red]error:[/red] {safe(str(exc))}", markup=True, soft_wrap=True)
             sys.exit(1)
-        except (OSError, RuntimeError, ValueError) as exc:
+        except (OSError, RuntimeError, ValueError, sqlite3.Error) as exc:  # a safety net: stores map them
             if state is not None and state.debug:
                 raise
             errors.print(f"[red]error:[/red] {type(exc).__name__}: {safe(str(exc))}", markup=True,
