@@ -92,3 +92,33 @@ def test_only_the_confirmed_sessions_are_deleted(tmp_path: Path) -> None:
                                  ("parent", "a fork of it could not be removed")]
     assert sorted(header.id for header in store.list()) == ["b", "kid", "parent"]
     store.close()
+
+
+def test_an_import_stored_before_store_times_were_recorded_is_kept(tmp_path: Path) -> None:
+    """A SQLite row from before UUIDv7 incarnations has no stored time: its source's event times
+    (1970 here) say nothing about when it was imported, so it stays unless asked by last event."""
+    import sqlite3
+    import uuid
+
+    from agentlog import open_store
+    from agentlog.core.jsonvalue import freeze
+    from tests.contract.logs import LogBuilder
+
+    url = f"sqlite://{tmp_path}/s.db"
+    log = LogBuilder(time=0)
+    log.turn(1)
+    with open_store(url) as store:
+        origin = freeze({"importedFrom": {"format": "openai-chat"}})
+        store.create(SessionHeader(id="imported", created_at=0, extra=origin))
+        store.append("imported", log.events)
+        store.create(SessionHeader(id="recorded", created_at=0))
+        store.append("recorded", log.events)
+    with sqlite3.connect(tmp_path / "s.db") as conn:  # as an older agentlog wrote them: UUIDv4
+        for sid in ("imported", "recorded"):
+            conn.execute("UPDATE sessions SET incarnation = ? WHERE id = ?", (str(uuid.uuid4()), sid))
+    with open_store(url) as store:
+        stored = collect_garbage(store, DAY, dry_run=True)
+        assert stored.deleted == ["recorded"]
+        assert stored.kept == [("imported", "imported before agentlog recorded when it stored a session: "
+                                            "its age is unknown (--by last-event judges it by its events)")]
+        assert collect_garbage(store, DAY, dry_run=True, by="last-event").deleted == ["imported", "recorded"]

@@ -3,10 +3,12 @@
 A session's age counts, by default (``by="stored"``), from the later of its last event and when
 this store stored it (``Snapshot.stored_at``): an import keeps its source's event times, which
 may be years old or missing (1970), yet it was stored a minute ago. ``by="last-event"`` counts
-from the last event's own time (its creation, if it has none). A session is kept when a fork
-that stays references it, when a writer holds it (an open session), or when it cannot be read.
-Children go before their parents, so a family that is old as a whole is removed in one run. A
-dry run only reads: it asks the kernel (or the database) who holds a writer lock, never takes one.
+from the last event's own time (its creation, if it has none). An imported session whose store
+cannot tell when it was stored (a SQL row an older agentlog wrote) is kept unless by last event.
+A session is also kept when a fork that stays references it, when a writer holds it (an open
+session), or when it cannot be read. Children go before their parents, so a family that is old as
+a whole is removed in one run. A dry run only reads: it asks the kernel (or the database) who
+holds a writer lock, never takes one.
 """
 
 from __future__ import annotations
@@ -115,12 +117,24 @@ def _old_sessions(store: Store, snapshots: dict[str, Snapshot], cutoff: int, res
             since = events[-1].time if events else snapshot.header.created_at
             if result.by == "stored" and snapshot.stored_at is not None:
                 since = max(since, snapshot.stored_at)
-            if since < cutoff:
+            unknown = result.by == "stored" and snapshot.stored_at is None and _imported(snapshot)
+            if since < cutoff and unknown:
+                result.kept.append((sid, _UNKNOWN_AGE))  # its events' times are its source's
+            elif since < cutoff:
                 old.add(sid)
                 result.since[sid] = since
         if progress is not None:
             progress(done, len(snapshots))
     return old
+
+
+_UNKNOWN_AGE: Final = ("imported before agentlog recorded when it stored a session: its age is unknown "
+                       "(--by last-event judges it by its events)")
+
+
+def _imported(snapshot: Snapshot) -> bool:
+    """Whether an importer wrote the session: its events carry the source's times, not the store's."""
+    return "importedFrom" in snapshot.header.extra
 
 
 def _referenced(old: set[str], children: dict[str, list[str]]) -> set[str]:
