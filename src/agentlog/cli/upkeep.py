@@ -168,11 +168,8 @@ def gc(state: State, age: str, by: AgeBasis, dry_run: bool, yes: bool, as_json: 
     if as_json:
         print_json(collected.to_json())
     else:
-        if not dry_run and not yes and collected.deleted:
-            _gc_summary(collected)  # the list was shown before the question
-        else:
-            _gc_table(collected, "would be deleted" if dry_run else "deleted")
-            _gc_summary(collected)
+        _gc_table(collected, "would be deleted" if dry_run else "deleted")  # what was done
+        _gc_summary(collected)
     if collected.unreadable:
         errors.print(f"error: {len(collected.unreadable)} session(s) could not be read (kept)")
         sys.exit(1)
