@@ -4,7 +4,10 @@ errors that name the next step."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,7 @@ from click.testing import CliRunner
 
 from agentlog import Recorder, SessionHeader, open_store
 from agentlog.cli.app import cli
-from tests.cli.conftest import invoke, record, run
+from tests.cli.conftest import REPO, invoke, record, run
 
 LONG_ID = "session-with-a-rather-long-identifier-0123456789abcdef"
 
@@ -107,3 +110,24 @@ def test_the_other_jsonl_encoding_names_the_compression_option(tmp_path: Path) -
     refused = invoke(f"jsonl://{tmp_path}/store", "show", "raw")
     assert refused.exit_code == 1
     assert "?compression=none" in refused.stderr
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_an_empty_store_is_an_error_not_the_default_store(tmp_path: Path, how: str) -> None:
+    """``--store "$UNSET" gc`` must not clean the user's real sessions in the default store."""
+    home = tmp_path / "data"
+    default = f"jsonl://{home / 'agentlog' / 'sessions'}"
+    record(default, "precious")
+    env = {**os.environ, "XDG_DATA_HOME": str(home), "COLUMNS": "200", "PYTHONPATH": str(REPO)}
+    env.pop("AGENTLOG_STORE", None)
+    args = ["--store", ""] if how == "option" else []
+    if how == "environment":
+        env["AGENTLOG_STORE"] = ""
+    for command in (["gc", "--older-than", "1s", "--by", "last-event", "--yes"], ["list"]):
+        done = subprocess.run([sys.executable, "-m", "agentlog.cli", *args, *command], capture_output=True,
+                              text=True, env=env, cwd=REPO, timeout=60)
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert "empty" in done.stderr and "Traceback" not in done.stderr
+        assert done.stdout == ""
+    with open_store(default, create=False) as store:
+        assert [header.id for header in store.list()] == ["precious"]

@@ -82,3 +82,19 @@ def test_an_unreadable_session_file_is_listed_apart(tmp_path: Path) -> None:
     listing = JsonlStore(tmp_path / "root").listing()
     assert sorted(snapshot.header.id for snapshot in listing.snapshots) == ["s1", "s3"]
     assert [(bad.session_id, bad.where) for bad in listing.unreadable] == [("s2", str(session_dir))]
+
+
+def test_a_listing_says_when_the_store_stored_each_session_not_when_its_events_say(store: Store) -> None:
+    """gc counts an import's age from here: its events keep the source's times (1970 when it had none)."""
+    from agentlog.core.header import now_ms
+
+    before = now_ms()
+    log = LogBuilder(time=0)
+    log.turn(1)
+    store.create(SessionHeader(id="imported", created_at=0, cwd="/work"))
+    store.append("imported", log.events)
+    (snapshot,) = store.listing().snapshots
+    assert snapshot.header.created_at == 0
+    assert max(event.time for event in store.read_from("imported", 0).events) < 100
+    assert snapshot.stored_at is not None
+    assert before - 1_000 <= snapshot.stored_at <= now_ms() + 1_000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,61 @@ def test_parse_age_reads_a_number_and_a_unit(number: int, unit: str) -> None:
 def test_parse_age_refuses_anything_else(text: str) -> None:
     with pytest.raises(UsageError, match="like 30d"):
         parse_age(text)
+
+
+def test_a_dry_run_takes_no_lock_and_writes_no_file(tmp_path: Path) -> None:
+    writer = JsonlStore(tmp_path / "root")
+    _session(writer, "idle")
+    writer.close()
+    shutil.rmtree(tmp_path / "root" / ".agentlog")  # as in a store DSH wrote, or a copied one
+    before = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*"))
+    reader = JsonlStore(tmp_path / "root", create=False)
+    planned = collect_garbage(reader, DAY, dry_run=True, now=10**15)
+    reader.close()
+    assert planned.deleted == ["idle"]
+    assert sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*")) == before
+
+
+def test_only_the_confirmed_sessions_are_deleted(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path / "root")
+    for sid in ("a", "b", "parent"):
+        _session(store, sid)
+    store.fork("parent", None, "kid").close()
+    later = 10**15
+    done = collect_garbage(store, DAY, now=later, only=["a", "parent"])
+    assert done.deleted == ["a"]
+    assert sorted(done.kept) == [("b", "not on the list that was confirmed"),
+                                 ("kid", "not on the list that was confirmed"),
+                                 ("parent", "a fork of it could not be removed")]
+    assert sorted(header.id for header in store.list()) == ["b", "kid", "parent"]
+    store.close()
+
+
+def test_an_import_stored_before_store_times_were_recorded_is_kept(tmp_path: Path) -> None:
+    """A SQLite row from before UUIDv7 incarnations has no stored time: its source's event times
+    (1970 here) say nothing about when it was imported, so it stays unless asked by last event."""
+    import sqlite3
+    import uuid
+
+    from agentlog import open_store
+    from agentlog.core.jsonvalue import freeze
+    from tests.contract.logs import LogBuilder
+
+    url = f"sqlite://{tmp_path}/s.db"
+    log = LogBuilder(time=0)
+    log.turn(1)
+    with open_store(url) as store:
+        origin = freeze({"importedFrom": {"format": "openai-chat"}})
+        store.create(SessionHeader(id="imported", created_at=0, extra=origin))
+        store.append("imported", log.events)
+        store.create(SessionHeader(id="recorded", created_at=0))
+        store.append("recorded", log.events)
+    with sqlite3.connect(tmp_path / "s.db") as conn:  # as an older agentlog wrote them: UUIDv4
+        for sid in ("imported", "recorded"):
+            conn.execute("UPDATE sessions SET incarnation = ? WHERE id = ?", (str(uuid.uuid4()), sid))
+    with open_store(url) as store:
+        stored = collect_garbage(store, DAY, dry_run=True)
+        assert stored.deleted == ["recorded"]
+        assert stored.kept == [("imported", "imported before agentlog recorded when it stored a session: "
+                                            "its age is unknown (--by last-event judges it by its events)")]
+        assert collect_garbage(store, DAY, dry_run=True, by="last-event").deleted == ["imported", "recorded"]

@@ -314,3 +314,39 @@ def test_ten_thousand_sessions_are_paged_filtered_and_sorted_on_the_server() -> 
         assert re.findall(r'<td class="id"><a href="/s/([^"]+)"', found) == ["s09876"]
         assert "task 9876" in found
     store.close()
+
+
+def _raw_get(base_url: str, target: str) -> tuple[int, dict[str, str]]:
+    """Send ``GET target`` byte for byte (no client normalises it) and read the answer's head."""
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(base_url)
+    with socket.create_connection((where.hostname, where.port), timeout=10) as sock:
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: viewer.lan\r\nConnection: close\r\n\r\n".encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    status_line, *lines = answer.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)}
+    return int(status_line.split()[1]), headers
+
+
+@pytest.mark.parametrize(("target", "expected"), [
+    ("//evil.example/?token=" + TOKEN, "/evil.example/"),
+    ("///evil.example/x?token=" + TOKEN, "/evil.example/x"),
+    ("/%2F%2Fevil.example/?token=" + TOKEN, "/%2F%2Fevil.example/"),
+    ("/s/abc?turn=1&token=" + TOKEN, "/s/abc?turn=1"),
+])
+def test_the_token_redirect_stays_on_the_viewer(store: Store, target: str, expected: str) -> None:
+    from tests.web.server import serving
+
+    with serving(store, token=TOKEN, index_in_background=False) as base:
+        status, headers = _raw_get(base, target)
+    assert status == 303
+    location = headers["location"]
+    assert location == expected
+    assert location.startswith("/") and not location.startswith(("//", "/\\"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from agentlog.cli.render import errors, safe
-from agentlog.errors import AgentlogError
+from agentlog.errors import AgentlogError, UsageError
 from agentlog.store.base import Store
 from agentlog.store.urls import default_store_url, open_store
 from agentlog.version import __version__
@@ -59,7 +60,7 @@ def handled(command: F) -> F:
                 raise
             errors.print(f"[red]error:[/red] {safe(str(exc))}", markup=True, soft_wrap=True)
             sys.exit(1)
-        except (OSError, RuntimeError, ValueError) as exc:
+        except (OSError, RuntimeError, ValueError, sqlite3.Error) as exc:  # a safety net: stores map them
             if state is not None and state.debug:
                 raise
             errors.print(f"[red]error:[/red] {type(exc).__name__}: {safe(str(exc))}", markup=True,
@@ -78,4 +79,19 @@ def handled(command: F) -> F:
 @click.pass_context
 def cli(ctx: click.Context, store_url: str | None, debug: bool) -> None:
     """Crash-safe, event-sourced sessions for LLM agents."""
-    ctx.obj = State(store_url or default_store_url(), debug)
+    ctx.obj = State(_store_url(store_url), debug)
+
+
+def _store_url(option: str | None) -> str:
+    """``--store`` (or ``$AGENTLOG_STORE``), else the default store; an empty one is a usage error,
+    never the default: ``--store "$UNSET" gc`` must not clean the user's real sessions."""
+    if option is not None and not option.strip():
+        raise click.BadParameter("the store URL (--store or $AGENTLOG_STORE) is empty (an unset variable?): "
+                                 "name a store, or leave both out for the default one",
+                                 param_hint="'--store'")
+    if option is not None:
+        return option
+    try:
+        return default_store_url()
+    except UsageError as exc:  # $AGENTLOG_STORE set to an empty string (click passes that on as unset)
+        raise click.BadParameter(str(exc), param_hint="'--store'") from None

@@ -8,13 +8,17 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agentlog.cli.app import State, handled, json_option
-from agentlog.cli.render import columns, console, errors, print_json, progress, visible
+from agentlog.cli.render import columns, console, errors, iso, print_json, progress, visible
 from agentlog.cli.sessions import recovery_json, recovery_lines
 from agentlog.compaction.summary import Summarizer
 from agentlog.errors import UsageError
+from agentlog.ops.gc import AGE_BASES, AgeBasis
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from agentlog.compaction.result import CompactionResult, CompactionSkipped
+    from agentlog.ops.gc import Collected
 
 
 @click.command()
@@ -133,35 +137,71 @@ def _summarizer(llm_url: str | None, model: str | None, api_key_env: str | None)
 @click.command()
 @click.option("--older-than", "age", required=True, metavar="AGE",
               help="Idle for longer than this: a number and s, m, h, d or w (e.g. 30d).")
-@click.option("--dry-run", is_flag=True, help="List what would be removed and remove nothing.")
+@click.option("--by", type=click.Choice(AGE_BASES), default="stored", show_default=True,
+              help="What the age counts from: when agentlog stored the session (or its last event, if "
+                   "later; an import counts from its import), or the last event's own time.")
+@click.option("--dry-run", is_flag=True, help="List what would be removed; write nothing.")
+@click.option("--yes", is_flag=True,
+              help="Delete without asking (for scripts); without it gc lists and asks on a terminal, "
+                   "and refuses when stdin is not one.")
 @json_option
 @click.pass_obj
 @handled
-def gc(state: State, age: str, dry_run: bool, as_json: bool) -> None:
-    """Remove sessions whose last event is older than AGE.
+def gc(state: State, age: str, by: AgeBasis, dry_run: bool, yes: bool, as_json: bool) -> None:
+    """Remove sessions idle for longer than AGE, after listing them and asking.
 
-    Keeps a session that a remaining fork descends from, one a writer holds open, and one that
-    cannot be read (all listed with why). Exit status 1 when a session could not be read.
+    Age counts from when agentlog stored a session unless --by last-event. Keeps a session that a
+    remaining fork descends from, one a writer holds open, and one that cannot be read (all listed
+    with why). Exit status 1 when a session could not be read.
     """
+    from agentlog.core.header import now_ms
     from agentlog.ops.gc import collect_garbage, parse_age
 
-    older_than = parse_age(age)
-    with state.store(create=False) as store, progress("reading sessions") as step:
-        collected = collect_garbage(store, older_than, dry_run=dry_run, progress=step)
+    older_than, now = parse_age(age), now_ms()
+    with state.store(create=False) as store:
+        with progress("reading sessions") as step:
+            collected = collect_garbage(store, older_than, dry_run=True, now=now, by=by, progress=step)
+        if not dry_run:
+            if collected.deleted and not yes:
+                _confirm_gc(collected, as_json)
+            collected = collect_garbage(store, older_than, now=now, by=by, only=collected.deleted)
     if as_json:
         print_json(collected.to_json())
     else:
-        verb = "would be deleted" if dry_run else "deleted"
-        rows = [[sid, verb, ""] for sid in collected.deleted]
-        rows += [[sid, "kept", reason] for sid, reason in collected.kept]
-        rows += [[bad.session_id or "?", "unreadable", str(bad.error)] for bad in collected.unreadable]
-        if rows:
-            columns(("id", "action", "why"), rows)
-        console.print(f"{len(collected.deleted)} session{'' if len(collected.deleted) == 1 else 's'} "
-                      f"{verb}, {len(collected.kept)} old ones kept")
+        _gc_table(collected, "would be deleted" if dry_run else "deleted")  # what was done
+        _gc_summary(collected)
     if collected.unreadable:
         errors.print(f"error: {len(collected.unreadable)} session(s) could not be read (kept)")
         sys.exit(1)
+
+
+def _sessions(count: int) -> str:
+    return f"{count} session{'' if count == 1 else 's'}"
+
+
+def _confirm_gc(plan: Collected, as_json: bool) -> None:
+    """List what gc will delete and ask; refuse (exit 1) when stdin is no terminal to ask on."""
+    if not sys.stdin.isatty():
+        errors.print(f"error: gc would delete {_sessions(len(plan.deleted))} and stdin is not a terminal to "
+                     "confirm on: nothing deleted (see them with --dry-run, delete them with --yes)",
+                     soft_wrap=True)
+        sys.exit(1)
+    _gc_table(plan, "to delete", to=errors if as_json else console)
+    click.confirm(f"delete {_sessions(len(plan.deleted))}?", abort=True, err=as_json)
+
+
+def _gc_table(collected: Collected, verb: str, *, to: Console | None = None) -> None:
+    what = "stored or last event" if collected.by == "stored" else "last event"
+    rows = [[sid, verb, f"{what} {iso(collected.since[sid])}"] for sid in collected.deleted]
+    rows += [[sid, "kept", reason] for sid, reason in collected.kept]
+    rows += [[bad.session_id or "?", "unreadable", str(bad.error)] for bad in collected.unreadable]
+    if rows:
+        columns(("id", "action", "why"), rows, to=to)
+
+
+def _gc_summary(collected: Collected) -> None:
+    verb = "would be deleted" if collected.dry_run else "deleted"
+    console.print(f"{_sessions(len(collected.deleted))} {verb}, {len(collected.kept)} old ones kept")
 
 
 @click.command(name="check-upgrade")

@@ -1,23 +1,34 @@
 """Remove sessions idle for longer than a cutoff, respecting forks and live writers.
 
-A session is old when its last stored event (its creation, if it has none) is older than the
-cutoff. It is kept when a fork that stays references it, when a writer holds it (an open
-session), or when it cannot be read. Children go before their parents, so a family that is old
-as a whole is removed in one run.
+A session's age counts, by default (``by="stored"``), from the later of its last event and when
+this store stored it (``Snapshot.stored_at``): an import keeps its source's event times, which
+may be years old or missing (1970), yet it was stored a minute ago. ``by="last-event"`` counts
+from the last event's own time (its creation, if it has none). An imported session whose store
+cannot tell when it was stored (a SQL row an older agentlog wrote) is kept unless by last event.
+A session is also kept when a fork that stays references it, when a writer holds it (an open
+session), or when it cannot be read. Children go before their parents, so a family that is old as
+a whole is removed in one run. A dry run only reads: it asks the kernel (or the database) who
+holds a writer lock, never takes one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal, get_args
 
-from agentlog.core.header import SessionHeader, now_ms
+from agentlog.core.header import now_ms
 from agentlog.errors import AgentlogError, SessionLockedError, UsageError
 from agentlog.store.base import Store
-from agentlog.store.records import Unreadable
+from agentlog.store.records import Snapshot, Unreadable
+from agentlog.store.writer_probe import writer_pid
 
-__all__ = ["Collected", "collect_garbage", "parse_age"]
+__all__ = ["AGE_BASES", "AgeBasis", "Collected", "collect_garbage", "parse_age"]
+
+AgeBasis = Literal["stored", "last-event"]
+AGE_BASES: Final[tuple[AgeBasis, ...]] = get_args(AgeBasis)
+"""What a session's age counts from: when the store stored it (or its last event, if later), or
+its last event's own time."""
 
 _UNITS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 
@@ -37,32 +48,43 @@ class Collected:
 
     cutoff_ms: int
     dry_run: bool
+    by: AgeBasis = "stored"
     deleted: list[str] = field(default_factory=list)
     kept: list[tuple[str, str]] = field(default_factory=list)
     """Old sessions that stay: ``(id, reason)``."""
     unreadable: list[Unreadable] = field(default_factory=list)
+    since: dict[str, int] = field(default_factory=dict)
+    """Each old session's age reference (Unix ms): what ``by`` counts from."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"cutoff": self.cutoff_ms, "dryRun": self.dry_run, "deleted": self.deleted,
+        return {"cutoff": self.cutoff_ms, "dryRun": self.dry_run, "by": self.by, "deleted": self.deleted,
+                "since": self.since,
                 "kept": [{"id": sid, "reason": reason} for sid, reason in self.kept],
                 "unreadable": [{"id": bad.session_id, "where": bad.where, "error": str(bad.error)}
                                for bad in self.unreadable]}
 
 
 def collect_garbage(store: Store, older_than_ms: int, *, dry_run: bool = False, now: int | None = None,
+                    by: AgeBasis = "stored", only: Collection[str] | None = None,
                     progress: Callable[[int, int], None] | None = None) -> Collected:
-    """Delete (or with ``dry_run`` only list) every session idle for more than ``older_than_ms``."""
+    """Delete (or with ``dry_run`` only list) every session idle for more than ``older_than_ms``.
+
+    ``only``: delete none but these (the list a user confirmed); any other old session stays,
+    and so does a parent it references.
+    """
     if older_than_ms <= 0:
         raise UsageError(f"the age must be positive, got {older_than_ms} ms")
+    if by not in AGE_BASES:
+        raise UsageError(f"the age counts from one of {', '.join(AGE_BASES)}, not {by!r}")
     cutoff = (now_ms() if now is None else now) - older_than_ms
     listing = store.listing()
-    result = Collected(cutoff, dry_run, unreadable=list(listing.unreadable))
-    headers = {snapshot.header.id: snapshot.header for snapshot in listing.snapshots}
+    result = Collected(cutoff, dry_run, by, unreadable=list(listing.unreadable))
+    snapshots = {snapshot.header.id: snapshot for snapshot in listing.snapshots}
     children: dict[str, list[str]] = {}
-    for header in headers.values():
-        if header.parent_session is not None:
-            children.setdefault(header.parent_session, []).append(header.id)
-    old = _old_sessions(store, headers, cutoff, result, progress)
+    for snapshot in snapshots.values():
+        if snapshot.header.parent_session is not None:
+            children.setdefault(snapshot.header.parent_session, []).append(snapshot.header.id)
+    old = _old_sessions(store, snapshots, cutoff, result, progress)
     kept = _referenced(old, children)
     for sid in sorted(kept):
         result.kept.append((sid, f"fork {', '.join(sorted(set(children[sid]) - old))} references it"))
@@ -72,7 +94,8 @@ def collect_garbage(store: Store, older_than_ms: int, *, dry_run: bool = False, 
             if sid not in kept:
                 result.kept.append((sid, "a fork of it could not be removed"))
             continue
-        reason = _remove(store, sid, dry_run)
+        unconfirmed = only is not None and sid not in only
+        reason = "not on the list that was confirmed" if unconfirmed else _remove(store, sid, dry_run)
         if reason is None:
             gone.add(sid)
             result.deleted.append(sid)
@@ -81,21 +104,37 @@ def collect_garbage(store: Store, older_than_ms: int, *, dry_run: bool = False, 
     return result
 
 
-def _old_sessions(store: Store, headers: dict[str, SessionHeader], cutoff: int, result: Collected,
+def _old_sessions(store: Store, snapshots: dict[str, Snapshot], cutoff: int, result: Collected,
                   progress: Callable[[int, int], None] | None) -> set[str]:
-    """Sessions whose last event is older than ``cutoff`` (unreadable ones go to ``result``)."""
+    """Sessions whose age reference is older than ``cutoff`` (unreadable ones go to ``result``)."""
     old: set[str] = set()
-    for done, (sid, header) in enumerate(sorted(headers.items()), 1):
+    for done, (sid, snapshot) in enumerate(sorted(snapshots.items()), 1):
         try:
             events = store.read_from(sid, 0).events
         except AgentlogError as exc:
             result.unreadable.append(Unreadable(sid, sid, exc))
         else:
-            if (events[-1].time if events else header.created_at) < cutoff:
+            since = events[-1].time if events else snapshot.header.created_at
+            if result.by == "stored" and snapshot.stored_at is not None:
+                since = max(since, snapshot.stored_at)
+            unknown = result.by == "stored" and snapshot.stored_at is None and _imported(snapshot)
+            if since < cutoff and unknown:
+                result.kept.append((sid, _UNKNOWN_AGE))  # its events' times are its source's
+            elif since < cutoff:
                 old.add(sid)
+                result.since[sid] = since
         if progress is not None:
-            progress(done, len(headers))
+            progress(done, len(snapshots))
     return old
+
+
+_UNKNOWN_AGE: Final = ("imported before agentlog recorded when it stored a session: its age is unknown "
+                       "(--by last-event judges it by its events)")
+
+
+def _imported(snapshot: Snapshot) -> bool:
+    """Whether an importer wrote the session: its events carry the source's times, not the store's."""
+    return "importedFrom" in snapshot.header.extra
 
 
 def _referenced(old: set[str], children: dict[str, list[str]]) -> set[str]:
@@ -131,13 +170,14 @@ def _children_first(old: set[str], children: dict[str, list[str]]) -> list[str]:
 def _remove(store: Store, sid: str, dry_run: bool) -> str | None:
     """Delete ``sid`` (or check that it could be); None on success, else why it stays."""
     try:
-        if dry_run:
-            with store._writer_locked(sid, "delete"):  # an open session holds its writer lock
-                pass
-        else:
+        if not dry_run:
             store.delete(sid)
+        elif writer_pid(store, sid) is not None:  # reads the lock's holder, takes no lock
+            return "open: a writer holds it"
     except SessionLockedError:
         return "open: a writer holds it"
     except AgentlogError as exc:
         return str(exc)
+    except OSError:  # who holds the lock cannot be told here: the real run will find out
+        return None
     return None

@@ -2,7 +2,8 @@
 
 "Verify on a copy that old sessions can be listed, read and restored" (seed 003): the store is
 copied to a private temporary directory (a JSONL root, or a SQLite database through SQLite's
-online backup), the copy is opened as a writer would open it, and every session is validated in
+online backup, read as any reader reads it: ``database_uri``, so no byte of the store changes and
+a read-only mount is read), the copy is opened as a writer would open it, and every session is validated in
 full (``inspect(trust_checkpoint=False)``: a JSONL checkpoint vouches for nothing) and loaded,
 crash repairs committed — to the copy only. A PostgreSQL store is not copied: its PostgreSQL
 form of "a copy" is one REPEATABLE READ, READ ONLY transaction (``PostgresStore.read_snapshot``),
@@ -24,6 +25,8 @@ from typing import Any
 from agentlog.errors import AgentlogError
 from agentlog.store.base import Store
 from agentlog.store.records import Recovery
+from agentlog.store.sqlite.connection import database_uri
+from agentlog.store.sqlite.errors import translate_error
 from agentlog.store.urls import open_store
 
 __all__ = ["SessionCheck", "UpgradeCheck", "check_upgrade"]
@@ -82,9 +85,12 @@ def _copy(store: Store, scratch: Path) -> str | None:
     database = getattr(store, "path", None)
     if isinstance(database, str) and database != ":memory:":
         target = scratch / "sessions.db"
-        with closing(sqlite3.connect(Path(database).as_uri() + "?mode=ro", uri=True)) as source, \
-                closing(sqlite3.connect(target)) as copy:
-            source.backup(copy)
+        try:  # read as every reader reads: no byte of the store changes, a read-only mount is read
+            with closing(sqlite3.connect(database_uri(database, write=False), uri=True)) as source, \
+                    closing(sqlite3.connect(target)) as copy:
+                source.backup(copy)
+        except sqlite3.Error as exc:
+            raise translate_error(exc, session_id=None, file=database, busy_ms=5_000) from exc
         target.chmod(0o600)
         return f"sqlite://{target}"
     return None

@@ -19,6 +19,7 @@ from agentlog.core.header import SessionHeader
 from agentlog.errors import ConcurrentWriterError, SessionLockedError, SessionNotFoundError, UsageError
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS, Store
 from agentlog.store.hooks import _State
+from agentlog.store.incarnation import new_incarnation, stored_at
 from agentlog.store.records import Listing, Snapshot, StoredLog, WriterLock
 
 __all__ = ["MemoryStore"]
@@ -28,7 +29,7 @@ __all__ = ["MemoryStore"]
 class _Stored:
     header: SessionHeader
     events: list[Event] = field(default_factory=list)
-    incarnation: str = field(default_factory=lambda: uuid.uuid4().hex)
+    incarnation: str = field(default_factory=lambda: new_incarnation().hex)
     revision: int = 0
     base: str | None = None
     """The parent whose prefix this fork shares, as a durable fork by reference does (None: a copy)."""
@@ -94,7 +95,8 @@ class MemoryStore(Store):
         self._append_batch(header, events, materialize=False)
 
     def _listing(self) -> Listing:
-        return Listing([Snapshot(s.header, self._revision(s)) for s in self._sessions.values()])
+        return Listing([Snapshot(s.header, self._revision(s), stored_at(s.incarnation))
+                        for s in self._sessions.values()])
 
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
         with self._locks_guard:

@@ -76,6 +76,10 @@ class Snapshot:
 
     header: SessionHeader
     revision: str
+    stored_at: int | None = None
+    """When this store stored the session (Unix ms; never earlier than it took the session in),
+    None when it cannot tell: the transcript's status-change time (JSONL), the time in the
+    session's UUIDv7 incarnation (SQLite, PostgreSQL, memory: when the store created it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,14 @@ __all__ = ["default_store_url", "open_store"]
 
 
 def default_store_url() -> str:
-    """``$AGENTLOG_STORE``, else a JSONL store under the user's data directory."""
+    """``$AGENTLOG_STORE``, else a JSONL store under the user's data directory.
+
+    ``$AGENTLOG_STORE`` set but empty (or blank) is a ``UsageError``, not the default store.
+    """
     configured = os.environ.get("AGENTLOG_STORE")
+    if configured is not None and not configured.strip():
+        raise UsageError("the store URL (--store or $AGENTLOG_STORE) is empty (an unset variable?): name a "
+                         "store, or unset AGENTLOG_STORE for the default one")
     if configured:
         return configured
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")

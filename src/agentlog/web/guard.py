@@ -115,10 +115,19 @@ class Guard:
                                                          keep_blank_values=True) if key != "token"]
         raw = scope.get("raw_path")
         path = raw.decode("latin-1") if raw else quote(scope.get("root_path", "") + scope["path"])
-        location = path + ("?" + urlencode(rest) if rest else "")
+        location = _same_origin(path) + ("?" + urlencode(rest) if rest else "")
         cookie = f"{COOKIE}={self.token.decode()}; HttpOnly; SameSite=Strict; Path=/"
         await _plain(send, 303, "token accepted\n",
                      [(b"location", location.encode("latin-1")), (b"set-cookie", cookie.encode())])
+
+
+def _same_origin(path: str) -> str:
+    """``path`` as a redirect target that stays on this viewer: one leading ``/``, never ``//host``.
+
+    A browser reads ``//evil.example/`` (or ``/\\evil.example/``) as another site; characters
+    that are not safe in a path are percent-encoded, so nothing in it ends the path either.
+    """
+    return "/" + quote(path.lstrip("/\\"), safe="/%:@!$&'()*+,;=-._~")
 
 
 def _bearer(value: bytes) -> bytes | None:

@@ -440,7 +440,8 @@ class JsonlStore(JsonlCheckpoints):
                                            session_id=listed_id(session_dir), file=str(path), offset=0)
             return Unreadable(listed_id(session_dir), str(path), error, skipped_by_list=True)
         self._check_identity(header.id, header, path)
-        return Snapshot(public_header(header), _revision(info)), path, (info.st_dev, info.st_ino)
+        return (Snapshot(public_header(header), _revision(info), info.st_ctime_ns // 1_000_000), path,
+                (info.st_dev, info.st_ino))
 
     def _read_listing_header(self, path: Path) -> SessionHeader | None:
         """The stored header line of a transcript (8 KiB reads, no event parsed); None if not one."""

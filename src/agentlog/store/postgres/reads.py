@@ -29,6 +29,7 @@ from agentlog.core.search_text import Candidates
 from agentlog.errors import AgentlogError, SessionCorruptionError, SessionFormatUnsupportedError
 from agentlog.legacy.upgrade import chain_writers
 from agentlog.store.group_commit import GroupCommitStore
+from agentlog.store.incarnation import stored_at
 from agentlog.store.postgres.errors import translate
 from agentlog.store.postgres.rows import scan_rows, scan_suffix
 from agentlog.store.postgres.schema import Statements, ensure_schema
@@ -284,7 +285,7 @@ class PostgresReads(GroupCommitStore):
                 where = f"{self.where} schema {self.schema}: sessions row {row[0]!r}"
                 listing.unreadable.append(Unreadable(row[0], where, exc))
                 continue
-            listing.snapshots.append(Snapshot(info.header, self._revision(info)))
+            listing.snapshots.append(Snapshot(info.header, self._revision(info), stored_at(info.incarnation)))
         return listing
 
     def _children_of(self, session_id: str) -> builtins.list[str]:

@@ -66,6 +66,7 @@ from agentlog.errors import (
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.group_commit import Pending, fail_all
 from agentlog.store.hooks import _State
+from agentlog.store.incarnation import new_incarnation
 from agentlog.store.postgres.errors import translate
 from agentlog.store.postgres.follow import afollow, follow
 from agentlog.store.postgres.locks import AdvisoryLocks, SessionLock, application_name
@@ -158,7 +159,7 @@ class PostgresStore(PostgresReads):
         """
         self._ready()
         sid = header.id
-        incarnation = (self._creating.setdefault(sid, uuid.uuid4()) if materialize
+        incarnation = (self._creating.setdefault(sid, new_incarnation()) if materialize
                        else self._incarnations.get(sid))
         params = self._append_params(sid, events, incarnation)
         with translate(sid, self.where), self._pool.connection() as conn:
@@ -361,7 +362,7 @@ class PostgresStore(PostgresReads):
             return
         self._ready()
         sid, parent, length = header.id, header.parent_session, len(prefix)
-        incarnation = uuid.uuid4()
+        incarnation = new_incarnation()
 
         def write(conn: psycopg.Connection[Any], retry: bool) -> None:
             with conn.transaction():

@@ -34,7 +34,27 @@ from agentlog.store.sqlite.schema import (
     set_journal_mode,
 )
 
-__all__ = ["SqliteConnection"]
+__all__ = ["SqliteConnection", "database_uri"]
+
+
+def database_uri(path: str, *, write: bool) -> str:
+    """The URI to open the database at ``path`` with; a reader's changes no byte beside it.
+
+    A writer opens ``mode=rw``. A reader whose database has a ``-wal`` and ``-shm`` (a live
+    writer's, or a killed one's) reads them with ``mode=ro&readonly_shm=1``: it sees every commit
+    in the WAL and neither folds the WAL into the database at close nor writes its read marks into
+    the ``-shm``. A reader of a directory it cannot write (a read-only mount: SQLite could not
+    create the ``-shm`` WAL mode needs) and no WAL reads ``immutable=1``: nobody can write there.
+    Any other reader opens ``mode=rw``: SQLite's ``-wal``/``-shm`` exist only while it reads.
+    """
+    base = f"file:{quote(os.fsencode(path))}"  # bytes: any file name
+    if write:
+        return f"{base}?mode=rw"
+    if os.path.exists(f"{path}-wal") and os.path.exists(f"{path}-shm"):
+        return f"{base}?mode=ro&readonly_shm=1"
+    if not os.path.exists(f"{path}-wal") and not os.access(os.path.dirname(path) or ".", os.W_OK):
+        return f"{base}?mode=ro&immutable=1"
+    return f"{base}?mode=rw"
 
 
 class SqliteConnection(GroupCommitStore):
@@ -83,7 +103,7 @@ class SqliteConnection(GroupCommitStore):
             target, uri = ":memory:", False
         else:
             self._revision_prefix = open_file(self.path, create=self.may_create)
-            target, uri = f"file:{quote(os.fsencode(self.path))}?mode=rw", True  # bytes: any file name
+            target, uri = database_uri(self.path, write=self.may_create), True
         conn = sqlite3.connect(target, timeout=self.busy_timeout_ms / 1000, isolation_level=None,
                                check_same_thread=False, uri=uri)
         try:

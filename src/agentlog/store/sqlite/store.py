@@ -43,7 +43,6 @@ import hashlib
 import os
 import sqlite3
 import threading
-import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -67,6 +66,7 @@ from agentlog.store.codec import SQLITE_MAX_MEMBERS
 from agentlog.store.filelock import discard_lock_file, flock_holder, lock_in_process, lock_session_file
 from agentlog.store.group_commit import Pending, fail_all
 from agentlog.store.hooks import _State
+from agentlog.store.incarnation import new_incarnation, stored_at
 from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
 from agentlog.store.sqlite.connection import SqliteConnection
 from agentlog.store.sqlite.rows import (
@@ -275,7 +275,7 @@ class SqliteStore(SqliteConnection):
                 listing.unreadable.append(Unreadable(sid, f"{self.path}: sessions row {row[0]}",
                                                      exc.locate(file=self._file)))
                 continue
-            listing.snapshots.append(Snapshot(info.header, self._revision(info)))
+            listing.snapshots.append(Snapshot(info.header, self._revision(info), stored_at(info.incarnation)))
         return listing
 
     # -- writing ---------------------------------------------------------------------------------------
@@ -308,7 +308,7 @@ class SqliteStore(SqliteConnection):
         if conn.execute(SESSION_EXISTS, (header.id,)).fetchone() is not None:
             raise SessionExistsError("session already has a persisted log", session_id=header.id)
         cursor = conn.execute(INSERT_SESSION, (*header_values(header), base_key, base_length,
-                                                str(uuid.uuid4())))
+                                                str(new_incarnation())))
         key = cursor.lastrowid
         assert key is not None
         return key
