@@ -90,8 +90,9 @@ def sdist(cache: Path) -> Path:
                                "--no-binary", ":all:", f"{SDK}=={SDK_VERSION}", "--dest", str(cache)],
                               capture_output=True, text=True, timeout=600, check=False)
         if done.returncode != 0 or not archive.is_file():
-            raise SdistUnavailableError(f"pip download {SDK}=={SDK_VERSION} failed: "
-                                   f"{done.stderr.strip().splitlines()[-1:] or done.returncode}")
+            said = done.stderr.strip().splitlines()
+            raise SdistUnavailableError(f"pip download {SDK}=={SDK_VERSION} failed "
+                                        f"({said[-1] if said else f'exit {done.returncode}'})")
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
     if digest != SDIST_SHA256:
         raise RuntimeError(f"{archive}: sha256 {digest}, expected {SDIST_SHA256}")
