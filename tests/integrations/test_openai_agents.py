@@ -73,7 +73,7 @@ def test_it_implements_the_sdk_session_protocol(tmp_path: Path) -> None:
     session = AgentlogSession("s", f"sqlite://{tmp_path / 'a.db'}")
     try:
         assert isinstance(session, SdkSession)
-        assert session.session_id == "s" and session.session_settings is None
+        assert session.session_id == "s" and session.session_settings == SessionSettings()
     finally:
         session.close()
 
@@ -102,6 +102,18 @@ def test_session_settings_limit_applies_unless_overridden(tmp_path: Path) -> Non
     assert run(session.get_items()) == CONVERSATION[-3:]
     assert run(session.get_items(limit=1)) == CONVERSATION[-1:]
     session.close()
+
+
+def test_session_settings_are_normalised_like_the_sdks(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'a.db'}"
+    for given, expected in ((None, SessionSettings()), ({"limit": 2}, SessionSettings(limit=2)),
+                            (SessionSettings(limit=1), SessionSettings(limit=1))):
+        session = AgentlogSession("s", url, session_settings=given)  # type: ignore[arg-type]
+        assert session.session_settings == expected
+        session.close()
+    with pytest.raises(TypeError, match="limt"):
+        AgentlogSession("s", url, session_settings={"limt": 2})  # type: ignore[arg-type]
+    AgentlogSession("s", url).close()  # the refused construction left no writer lock behind
 
 
 def test_pop_clear_and_the_log_keeps_everything(open_store: StoreFactory) -> None:
@@ -236,13 +248,36 @@ def test_a_closed_session_refuses_every_operation(tmp_path: Path) -> None:
     run(session.add_items(CONVERSATION[:1]))
     session.close()
     session.close()
-    for operation in (session.add_items(CONVERSATION[1:2]), session.get_items(), session.pop_item(),
-                      session.clear_session()):
+    for operation in (session.add_items(CONVERSATION[1:2]), session.add_items([]), session.get_items(),
+                      session.pop_item(), session.clear_session()):
         with pytest.raises(UsageError, match="'closed' is closed"):
             run(operation)
     reopened = AgentlogSession("closed", f"sqlite://{tmp_path / 'a.db'}")
     assert run(reopened.get_items()) == CONVERSATION[:1]
     reopened.close()
+
+
+def test_a_cancelled_write_settles_before_the_cancellation_is_raised(tmp_path: Path) -> None:
+    """As with SQLiteSession: a caller cancelled mid-write learns of it once the write is done."""
+    session = AgentlogSession("cancel", f"sqlite://{tmp_path / 'a.db'}")
+
+    async def main() -> None:
+        session._lock.acquire()  # the write waits in its worker thread
+        try:
+            adding = asyncio.create_task(session.add_items(CONVERSATION[:1]))
+            await asyncio.sleep(0.05)
+            for _ in range(2):
+                adding.cancel()
+                await asyncio.sleep(0)
+            assert not adding.done()
+        finally:
+            session._lock.release()
+        with pytest.raises(asyncio.CancelledError):
+            await adding
+        assert await session.get_items() == CONVERSATION[:1]
+
+    run(main())
+    session.close()
 
 
 def test_a_turn_left_open_by_another_writer_is_refused(tmp_path: Path) -> None:
@@ -298,6 +333,16 @@ def test_runner_runs_remember_the_conversation(provider: Provider, open_store: S
     call = next(e for e in log.events if e.type == TOOL_CALL)
     assert thaw(call.data)["name"] == "list_dir"
     assert [e.type for e in log.events].count(TOOL_RESULT) == 1
+
+
+def test_a_runner_honours_session_settings_given_as_a_dict(provider: Provider, tmp_path: Path) -> None:
+    provider.queue(json_reply("responses_text"))
+    session = AgentlogSession("limited", f"sqlite://{tmp_path / 'a.db'}", session_settings={"limit": 2})
+    run(session.add_items(CONVERSATION))
+    result = run(Runner.run(agent(provider), "And now?", session=session, run_config=NO_TRACING))
+    assert result.final_output == "src holds main.py."
+    assert provider.requests[0]["input"] == [*CONVERSATION[-2:], {"role": "user", "content": "And now?"}]
+    session.close()
 
 
 def test_a_streamed_run_and_a_sqlite_session_save_the_same_items(provider: Provider, tmp_path: Path) -> None:
