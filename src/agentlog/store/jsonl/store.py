@@ -58,6 +58,7 @@ from agentlog.store.jsonl.format import (
     scan_suffix,
     scan_zstd_frames,
 )
+from agentlog.store.jsonl.links import refuse_links
 from agentlog.store.jsonl.paths import check_id_length, is_dir_entry, listed_id
 from agentlog.store.jsonl.seek import SeekIndex, identity_of, read_indexed, revision_of
 from agentlog.store.records import Listing, RawArtifact, Snapshot, StoredLog, Unreadable, WriterLock
@@ -165,19 +166,6 @@ class JsonlStore(JsonlCheckpoints):
             file=str(path),
         )
 
-    def _refuse_symlink(self, session_dir: Path, session_id: str | None = None) -> None:
-        """A session directory must be a real one: a planted symlink is never followed or deleted through."""
-        try:
-            is_link = stat_mode.S_ISLNK(os.lstat(session_dir).st_mode)
-        except OSError as exc:
-            if exc.errno in _ABSENT:
-                return
-            io_error(f"cannot stat {session_dir}: {exc}", exc, session_id=session_id, file=str(session_dir))
-        if is_link:
-            raise StoreError(f"session directory {session_dir} is a symlink; refusing to follow it "
-                             "(remove it, or move the session into this root)",
-                             session_id=session_id, file=str(session_dir))
-
     def _refuse_opposite(self, session_dir: Path, session_id: str | None = None) -> None:
         opposite = session_dir / self._opposite
         if self._stat(opposite) is not None:
@@ -223,14 +211,16 @@ class JsonlStore(JsonlCheckpoints):
                 if self._stat(flat) is not None:
                     self._refuse_flat(flat)
             session_dir = project / name
-            self._refuse_symlink(session_dir, session_id)
+            if not os.path.lexists(session_dir):
+                continue
+            refuse_links(self.root, session_dir, session_id=session_id)
             self._refuse_opposite(session_dir, session_id)
             path = session_dir / self._transcript
             info = self._stat(path)
             if info is None or not stat_mode.S_ISREG(info.st_mode):
                 continue
             identity = (info.st_dev, info.st_ino)
-            if identity not in identities:  # an aliased (symlinked) project dir is the same file
+            if identity not in identities:  # the same file reached twice (e.g. through a bind mount)
                 identities.add(identity)
                 found.append(path)
         if len(found) > 1:
@@ -426,7 +416,7 @@ class JsonlStore(JsonlCheckpoints):
     def _listed(self, session_dir: Path) -> tuple[Snapshot, Path, tuple[int, int]] | Unreadable | None:
         """The snapshot of one session directory from its header alone (None: no transcript in it;
         ``Unreadable``: a transcript that does not start with a complete header)."""
-        self._refuse_symlink(session_dir)
+        refuse_links(self.root, session_dir)
         self._refuse_opposite(session_dir)
         path = session_dir / self._transcript
         info = self._stat(path)
@@ -483,6 +473,7 @@ class JsonlStore(JsonlCheckpoints):
         directory = self._session_dir(header)
         final = directory / self._transcript
         fs = self._fs
+        refuse_links(self.root, directory, session_id=header.id)
         try:
             fs.makedirs(str(directory))
         except OSError as exc:
@@ -588,7 +579,9 @@ class JsonlStore(JsonlCheckpoints):
         return self.root / _META_DIR / "locks" / f"{encode_session_id(session_id)}.lock"
 
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
-        return lock_session_file(self._lock_path(session_id), session_id)
+        path = self._lock_path(session_id)
+        refuse_links(self.root, path, session_id=session_id)
+        return lock_session_file(path, session_id)
 
 # -- helpers -----------------------------------------------------------------------------------------
 
