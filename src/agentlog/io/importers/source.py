@@ -19,6 +19,7 @@ import orjson
 
 from agentlog.core.jsonvalue import as_text
 from agentlog.errors import SourceFormatError
+from agentlog.store.fs import file_kind
 
 __all__ = ["MAX_SOURCE_BYTES", "Line", "SourceFile", "iso_ms", "json_document", "jsonl_records",
            "read_source"]
@@ -27,10 +28,6 @@ MAX_SOURCE_BYTES: Final = 1 << 30
 """The largest file ``read_source`` takes by default (1 GiB): an import holds the whole file in memory."""
 
 _CHUNK: Final = 1 << 20
-_KINDS: Final = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-                 (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                 (stat.S_ISSOCK, "a socket"))
-
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
@@ -62,8 +59,8 @@ def read_source(path: str | os.PathLike[str], *, max_bytes: int = MAX_SOURCE_BYT
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = next((what for test, what in _KINDS if test(info.st_mode)), "a special file")
-            raise SourceFormatError(f"not a regular file ({kind}): import reads regular files only",
+            raise SourceFormatError(f"not a regular file ({file_kind(info.st_mode)}): import reads regular "
+                                    "files only",
                                     file=name)
         if info.st_size > max_bytes:
             raise _too_big(name, info.st_size, max_bytes)

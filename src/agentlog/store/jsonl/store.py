@@ -38,7 +38,7 @@ from agentlog.errors import (
 from agentlog.legacy.upgrade import chain_writers
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.filelock import lock_session_file
-from agentlog.store.fs import FileSystem, io_error
+from agentlog.store.fs import FileSystem, file_kind, io_error
 from agentlog.store.jsonl.checkpoint import DEFAULT_CHECKPOINT_BYTES, JsonlCheckpoints
 from agentlog.store.jsonl.ends import TranscriptEnds
 from agentlog.store.jsonl.forks import Transcript, is_shared, public_header
@@ -166,6 +166,12 @@ class JsonlStore(JsonlCheckpoints):
             file=str(path),
         )
 
+    def _refuse_irregular(self, path: Path, info: os.stat_result, session_id: str | None) -> None:
+        """A transcript must be a regular file: a directory or a FIFO in its place is named, not skipped."""
+        if not stat_mode.S_ISREG(info.st_mode):
+            raise StoreError(f"the transcript is {file_kind(info.st_mode)}, not a regular file: remove it or "
+                             "put the session's file back", session_id=session_id, file=str(path))
+
     def _refuse_opposite(self, session_dir: Path, session_id: str | None = None) -> None:
         opposite = session_dir / self._opposite
         if self._stat(opposite) is not None:
@@ -217,8 +223,9 @@ class JsonlStore(JsonlCheckpoints):
             self._refuse_opposite(session_dir, session_id)
             path = session_dir / self._transcript
             info = self._stat(path)
-            if info is None or not stat_mode.S_ISREG(info.st_mode):
+            if info is None:
                 continue
+            self._refuse_irregular(path, info, session_id)
             identity = (info.st_dev, info.st_ino)
             if identity not in identities:  # the same file reached twice (e.g. through a bind mount)
                 identities.add(identity)
@@ -265,7 +272,7 @@ class JsonlStore(JsonlCheckpoints):
             except OSError as exc:
                 if exc.errno in _ABSENT:
                     return None
-                io_error(f"cannot read {path}: {exc}", exc, file=str(path))
+                io_error(f"cannot read the transcript: {exc.strerror or exc}", exc, file=str(path))
             if identity_of(before) == identity_of(after):
                 return data, _revision(after)
 
@@ -420,8 +427,9 @@ class JsonlStore(JsonlCheckpoints):
         self._refuse_opposite(session_dir)
         path = session_dir / self._transcript
         info = self._stat(path)
-        if info is None or not stat_mode.S_ISREG(info.st_mode):
-            return None  # empty session dirs (or other files) are not sessions
+        if info is None:
+            return None  # an empty session dir is no session
+        self._refuse_irregular(path, info, listed_id(session_dir))
         header = self._read_listing_header(path)
         if header is None:
             error = SessionCorruptionError("not a session transcript: it is empty, or its first "
@@ -441,7 +449,7 @@ class JsonlStore(JsonlCheckpoints):
         except OSError as exc:
             if exc.errno in _ABSENT:
                 return None
-            io_error(f"cannot read {path}: {exc}", exc, file=str(path))
+            io_error(f"cannot read the transcript: {exc.strerror or exc}", exc, file=str(path))
 
     # -- writing -------------------------------------------------------------------------------
 
