@@ -34,7 +34,7 @@ def refuse_links(root: Path, path: Path, *, session_id: str | None = None) -> No
         except OSError as exc:
             if exc.errno in _ABSENT:
                 return
-            io_error(f"cannot stat {current}: {exc}", exc, session_id=session_id, file=str(current))
+            io_error(f"cannot stat: {exc.strerror or exc}", exc, session_id=session_id, file=str(current))
         if stat.S_ISLNK(mode):
             raise StoreError(f"{current} is a symlink; refusing to follow it out of the store root {root} "
                              "(replace it with the directory it points to, or open that directory as a "

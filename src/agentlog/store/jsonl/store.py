@@ -148,7 +148,7 @@ class JsonlStore(JsonlCheckpoints):
         except FileNotFoundError:
             return []
         except OSError as exc:
-            io_error(f"cannot read directory {directory}: {exc}", exc, file=str(directory))
+            io_error(f"cannot read the directory: {exc.strerror or exc}", exc, file=str(directory))
 
     def _stat(self, path: Path) -> os.stat_result | None:
         """``stat`` of a path, None when it (or a parent) is absent; other errors surface."""
@@ -157,7 +157,7 @@ class JsonlStore(JsonlCheckpoints):
         except OSError as exc:
             if exc.errno in _ABSENT:
                 return None
-            io_error(f"cannot stat {path}: {exc}", exc, file=str(path))
+            io_error(f"cannot stat: {exc.strerror or exc}", exc, file=str(path))
 
     def _refuse_flat(self, path: Path) -> NoReturn:
         raise StoreError(
