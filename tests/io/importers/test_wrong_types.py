@@ -100,3 +100,32 @@ def test_a_folder_import_names_the_bad_trajectory_and_imports_the_rest(tmp_path:
     assert "1 file could not be imported" in done.stderr
     with open_store(url) as store:
         assert len(store.list()) == 1, done.stdout + done.stderr
+
+
+def test_a_shape_an_importer_misses_fails_that_file_only(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's backstop: an importer bug (here a stand-in raising ``TypeError`` on one file) is
+    that file's error row, one line naming it, and the next file is imported."""
+    from click.testing import CliRunner
+
+    from agentlog.cli.main import cli
+    from agentlog.io.importers import IMPORTERS
+
+    real = IMPORTERS["swe-agent"]
+
+    def buggy(source: SourceFile) -> list[Any]:
+        if source.name.startswith("a-"):
+            raise TypeError("'int' object is not iterable")
+        return real(source)
+
+    monkeypatch.setitem(IMPORTERS, "swe-agent", buggy)
+    (tmp_path / "a-odd.traj").write_bytes(_swe_agent(["c1"]))
+    (tmp_path / "b-good.traj").write_bytes(_swe_agent(["c1"]))
+    url = f"jsonl://{tmp_path / 'store'}"
+    result = CliRunner().invoke(cli, ["--store", url, "import", "swe-agent", str(tmp_path / "a-odd.traj"),
+                                      str(tmp_path / "b-good.traj")])
+    assert result.exit_code == 1, result.output
+    assert f"{tmp_path / 'a-odd.traj'}: not readable as swe-agent (TypeError: 'int' object is not " \
+           "iterable)" in result.stderr
+    with open_store(url) as store:
+        assert len(store.list()) == 1
