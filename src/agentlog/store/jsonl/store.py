@@ -38,7 +38,7 @@ from agentlog.errors import (
 from agentlog.legacy.upgrade import chain_writers
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.filelock import lock_session_file
-from agentlog.store.fs import FileSystem, file_kind, io_error
+from agentlog.store.fs import FileSystem, io_error
 from agentlog.store.jsonl.checkpoint import DEFAULT_CHECKPOINT_BYTES, JsonlCheckpoints
 from agentlog.store.jsonl.ends import TranscriptEnds
 from agentlog.store.jsonl.forks import Transcript, is_shared, public_header
@@ -58,7 +58,7 @@ from agentlog.store.jsonl.format import (
     scan_suffix,
     scan_zstd_frames,
 )
-from agentlog.store.jsonl.links import refuse_links
+from agentlog.store.jsonl.links import refuse_irregular, refuse_links
 from agentlog.store.jsonl.paths import check_id_length, is_dir_entry, listed_id
 from agentlog.store.jsonl.seek import SeekIndex, identity_of, read_indexed, revision_of
 from agentlog.store.records import Listing, RawArtifact, Snapshot, StoredLog, Unreadable, WriterLock
@@ -166,12 +166,6 @@ class JsonlStore(JsonlCheckpoints):
             file=str(path),
         )
 
-    def _refuse_irregular(self, path: Path, info: os.stat_result, session_id: str | None) -> None:
-        """A transcript must be a regular file: a directory or a FIFO in its place is named, not skipped."""
-        if not stat_mode.S_ISREG(info.st_mode):
-            raise StoreError(f"the transcript is {file_kind(info.st_mode)}, not a regular file: remove it or "
-                             "put the session's file back", session_id=session_id, file=str(path))
-
     def _refuse_opposite(self, session_dir: Path, session_id: str | None = None) -> None:
         opposite = session_dir / self._opposite
         if self._stat(opposite) is not None:
@@ -225,7 +219,7 @@ class JsonlStore(JsonlCheckpoints):
             info = self._stat(path)
             if info is None:
                 continue
-            self._refuse_irregular(path, info, session_id)
+            refuse_irregular(path, info, session_id=session_id)
             identity = (info.st_dev, info.st_ino)
             if identity not in identities:  # the same file reached twice (e.g. through a bind mount)
                 identities.add(identity)
@@ -429,7 +423,7 @@ class JsonlStore(JsonlCheckpoints):
         info = self._stat(path)
         if info is None:
             return None  # an empty session dir is no session
-        self._refuse_irregular(path, info, listed_id(session_dir))
+        refuse_irregular(path, info, session_id=listed_id(session_dir))
         header = self._read_listing_header(path)
         if header is None:
             error = SessionCorruptionError("not a session transcript: it is empty, or its first "
