@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
@@ -16,8 +17,9 @@ from rich.progress import Progress
 from agentlog.cli.app import State, handled
 from agentlog.cli.render import columns, console, errors, json_text, visible
 from agentlog.errors import AgentlogError, UsageError
-from agentlog.io.importers import IMPORTERS, Imported, SourceFile, save_imported
+from agentlog.io.importers import IMPORTERS, Imported, read_source, save_imported
 from agentlog.io.importers.claude_code import companions
+from agentlog.io.importers.source import MAX_SOURCE_BYTES
 from agentlog.store.base import Store
 
 SUFFIXES: Final = {
@@ -53,6 +55,18 @@ def expand(fmt: str, paths: Sequence[Path]) -> list[Path]:
     return list(ordered)
 
 
+_SIZE: Final = re.compile(r"(\d+)([KMG]?)(?:i?B)?", re.IGNORECASE)
+_SHIFTS: Final = {"": 0, "K": 10, "M": 20, "G": 30}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from ``N`` or ``N`` with a binary suffix ``K``, ``M`` or ``G`` (``--max-size``)."""
+    match = _SIZE.fullmatch(text.strip())
+    if match is None:
+        raise click.BadParameter(f"{text!r} is not a size: bytes, or a number with K, M or G (binary)")
+    return int(match.group(1)) << _SHIFTS[match.group(2).upper()]
+
+
 def relinked(sessions: list[Imported], new_id: str, renames: dict[str, str]) -> list[Imported]:
     """``--id``: the one top-level session takes ``new_id``; subagent sessions follow their parent."""
     result = []
@@ -69,13 +83,17 @@ def relinked(sessions: list[Imported], new_id: str, renames: dict[str, str]) -> 
     return result
 
 
-def _rows(fmt: str, files: list[Path], store: Store, session_id: str | None,
-          replace: bool) -> Iterator[dict[str, Any]]:
+_UNEXPECTED: Final = (TypeError, KeyError, IndexError, AttributeError, ValueError, RecursionError)
+"""What an importer raises on a shape its checks missed: that file's error, never the run's end."""
+
+
+def _rows(fmt: str, files: list[Path], store: Store, session_id: str | None, replace: bool,
+          max_bytes: int) -> Iterator[dict[str, Any]]:
     importer = IMPORTERS[fmt]
     renames: dict[str, str] = {}
     for path in files:
         try:
-            sessions = importer(SourceFile(str(path), path.read_bytes()))
+            sessions = importer(read_source(path, max_bytes=max_bytes))
             if session_id is not None:
                 sessions = relinked(sessions, session_id, renames)
             for imported in sessions:
@@ -83,8 +101,10 @@ def _rows(fmt: str, files: list[Path], store: Store, session_id: str | None,
                 yield {"file": str(path), "session": imported.header.id, "outcome": outcome,
                        "events": len(imported.events), "turns": imported.turns,
                        "unmapped": dict(imported.unmapped)}
-        except (AgentlogError, OSError) as exc:
+        except (AgentlogError, OSError, *_UNEXPECTED) as exc:
             detail = str(exc) if isinstance(exc, AgentlogError) else f"{type(exc).__name__}: {exc}"
+            if not isinstance(exc, AgentlogError | OSError):
+                detail = f"not readable as {fmt} ({detail})"
             yield {"file": str(path), "error": detail if str(path) in detail else f"{path}: {detail}"}
 
 
@@ -113,17 +133,23 @@ def _print_table(rows: list[dict[str, Any]], to: Console) -> None:
 @click.option("--json", "as_json", is_flag=True,
               help='One JSON object per session: file, session, outcome, events, turns, unmapped '
                    '(or file, error).')
+@click.option("--max-size", "max_size", default=f"{MAX_SOURCE_BYTES >> 30}G", show_default=True,
+              metavar="SIZE",
+              help="Refuse a file larger than SIZE (bytes, or with a K, M or G suffix): each file is read "
+                   "into memory whole.")
 @click.pass_obj
 @handled
 def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id: str | None,
-                    replace: bool, as_json: bool) -> None:
+                    replace: bool, as_json: bool, max_size: str) -> None:
     """Import other tools' session files (FORMAT, listed below) into the store.
 
     A directory imports every file of the format under it; a Claude Code transcript brings its
     subagent files along as child sessions. Ids come from the source, so importing a file again
     skips its sessions (--replace overwrites them). Each session's row counts what could not be
-    mapped, per kind. Exit status 1 when a file could not be imported.
+    mapped, per kind. Only regular files are read (a FIFO or a device is refused). Exit status 1
+    when a file could not be imported; the other files are imported all the same.
     """
+    max_bytes = parse_size(max_size)
     files = expand(fmt, paths)
     if session_id is not None and len([f for f in files if f.parent.name != "subagents"]) != 1:
         raise click.UsageError("--id needs exactly one file to import")
@@ -132,7 +158,7 @@ def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id:
     with state.store() as store, Progress(console=console, transient=True) if show_progress \
             else nullcontext() as progress:
         task = progress.add_task("importing", total=len(files)) if progress is not None else None
-        for row in _rows(fmt, files, store, session_id, replace):
+        for row in _rows(fmt, files, store, session_id, replace, max_bytes):
             rows.append(row)
             if progress is not None and task is not None:
                 progress.update(task, completed=len({r["file"] for r in rows}))

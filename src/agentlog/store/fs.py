@@ -8,11 +8,21 @@ write) and real races (a file growing during a read) into real files.
 from __future__ import annotations
 
 import os
-from typing import Any, NoReturn
+import stat
+from typing import Any, Final, NoReturn
 
 from agentlog.errors import PersistenceIOError
 
-__all__ = ["FileSystem", "io_error"]
+__all__ = ["FileSystem", "file_kind", "io_error"]
+
+_KINDS: Final = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                 (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                 (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symlink"), (stat.S_ISREG, "a regular file"))
+
+
+def file_kind(mode: int) -> str:
+    """What an ``st_mode`` is, for errors: "a directory", "a FIFO", "a regular file", ..."""
+    return next((kind for test, kind in _KINDS if test(mode)), "a special file")
 
 
 class FileSystem:

@@ -36,6 +36,13 @@ def _mini(message: dict[str, Any]) -> bytes:
         {"role": "user", "content": "fix it"}, {"role": "assistant", "content": "ok", **message}]})
 
 
+def _swe_agent(tool_call_ids: Any) -> bytes:
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    return orjson.dumps({"history": [
+        {"role": "user", "content": "fix it"}, {"role": "assistant", "content": "ok", "tool_calls": [call]},
+        {"role": "tool", "content": "done", "tool_call_ids": tool_call_ids}]})
+
+
 CASES: dict[str, tuple[str, bytes]] = {
     "chat tool_calls an int": ("openai-chat", orjson.dumps(
         [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "tool_calls": 5}])),
@@ -48,6 +55,8 @@ CASES: dict[str, tuple[str, bytes]] = {
     "mini usage details a list": ("mini-swe-agent", _mini({"extra": {"response": {"usage": {
         "prompt_tokens": 3, "prompt_tokens_details": ["x"], "completion_tokens_details": "y"}}}})),
     "mini tool_calls a float": ("mini-swe-agent", _mini({"tool_calls": 1.5})),
+    "swe-agent tool_call_ids an int": ("swe-agent", _swe_agent(5)),
+    "swe-agent tool_call_ids a list of objects": ("swe-agent", _swe_agent([{"id": "c1"}])),
 }
 
 
@@ -75,3 +84,48 @@ def test_the_cli_imports_the_files_after_a_wrong_typed_one(tmp_path: Path) -> No
     assert "Traceback" not in done.stderr, done.stderr
     with open_store(url) as store:
         assert len(store.list()) == 2, done.stdout + done.stderr
+
+
+def test_a_folder_import_names_the_bad_trajectory_and_imports_the_rest(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "a-bad.traj").write_bytes(CASES["swe-agent tool_call_ids an int"][1])
+    (folder / "b-good.traj").write_bytes(_swe_agent(["c1"]))
+    url = f"jsonl://{tmp_path / 'store'}"
+    done = subprocess.run([sys.executable, "-m", "agentlog.cli", "--store", url, "import", "swe-agent",
+                           str(folder)], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    [named] = [line for line in done.stderr.splitlines() if "a-bad.traj" in line]
+    assert "tool_call_ids" in named, done.stderr
+    assert "1 file could not be imported" in done.stderr
+    with open_store(url) as store:
+        assert len(store.list()) == 1, done.stdout + done.stderr
+
+
+def test_a_shape_an_importer_misses_fails_that_file_only(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's backstop: an importer bug (here a stand-in raising ``TypeError`` on one file) is
+    that file's error row, one line naming it, and the next file is imported."""
+    from click.testing import CliRunner
+
+    from agentlog.cli.main import cli
+    from agentlog.io.importers import IMPORTERS
+
+    real = IMPORTERS["swe-agent"]
+
+    def buggy(source: SourceFile) -> list[Any]:
+        if source.name.startswith("a-"):
+            raise TypeError("'int' object is not iterable")
+        return real(source)
+
+    monkeypatch.setitem(IMPORTERS, "swe-agent", buggy)
+    (tmp_path / "a-odd.traj").write_bytes(_swe_agent(["c1"]))
+    (tmp_path / "b-good.traj").write_bytes(_swe_agent(["c1"]))
+    url = f"jsonl://{tmp_path / 'store'}"
+    result = CliRunner().invoke(cli, ["--store", url, "import", "swe-agent", str(tmp_path / "a-odd.traj"),
+                                      str(tmp_path / "b-good.traj")])
+    assert result.exit_code == 1, result.output
+    assert f"{tmp_path / 'a-odd.traj'}: not readable as swe-agent (TypeError: 'int' object is not " \
+           "iterable)" in result.stderr
+    with open_store(url) as store:
+        assert len(store.list()) == 1

@@ -2,7 +2,8 @@
 
 ``IMPORTERS`` maps a format name to its importer: a pure function from a ``SourceFile`` (a
 path and its bytes) to the ``Imported`` sessions it holds, each with the counts of what it
-could not map. ``save_imported`` writes one into a store. The CLI (``agentlog import``) reads
+could not map. ``read_source`` reads a file to import (regular files only, up to a size cap);
+``save_imported`` writes one into a store. The CLI (``agentlog import``) reads
 the files and renders the summary.
 """
 
@@ -17,11 +18,11 @@ from agentlog.io.importers.dsh import import_dsh
 from agentlog.io.importers.mini_swe_agent import import_mini_swe_agent
 from agentlog.io.importers.openai_chat import import_openai_chat
 from agentlog.io.importers.openai_responses import import_openai_responses
-from agentlog.io.importers.source import SourceFile
+from agentlog.io.importers.source import SourceFile, read_source
 from agentlog.io.importers.swe_agent import import_swe_agent
 from agentlog.io.importers.writing import Outcome, save_imported
 
-__all__ = ["IMPORTERS", "Imported", "Importer", "Outcome", "SourceFile", "save_imported"]
+__all__ = ["IMPORTERS", "Imported", "Importer", "Outcome", "SourceFile", "read_source", "save_imported"]
 
 Importer = Callable[[SourceFile], list[Imported]]
 """A format's importer: the sessions one file holds (several for a batch of conversations)."""

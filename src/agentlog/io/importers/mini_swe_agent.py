@@ -83,7 +83,8 @@ def import_mini_swe_agent(source: SourceFile) -> list[Imported]:
     times = [_time(message) for message in messages]
     created = next((time for time in times if time is not None), 0)
     builder = LogBuilder(created)
-    trajectory = Trajectory(builder, "mini-swe-agent", str(name or "unknown"), _action, frozenset({"extra"}))
+    trajectory = Trajectory(source, builder, "mini-swe-agent", str(name or "unknown"), _action,
+                            frozenset({"extra"}))
     _fold(trajectory, messages, times)
     origin: dict[str, Any] = {"format": "mini-swe-agent", "file": source.name}
     if isinstance(document, dict):

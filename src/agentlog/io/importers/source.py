@@ -1,25 +1,33 @@
 """A file to import, read once at the edge, and the pure parsing every importer shares.
 
 Importers take a ``SourceFile`` (its name and bytes) and never touch the file system, so the
-same function serves the CLI, the API and tests. Errors name the file, the line and its
-byte offset, and the shape the format expects.
+same function serves the CLI, the API and tests; ``read_source`` is that edge (regular files
+only, read in chunks up to a size cap). Errors name the file, the line and its byte offset, and
+the shape the format expects.
 """
 
 from __future__ import annotations
 
 import datetime
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import orjson
 
 from agentlog.core.jsonvalue import as_text
 from agentlog.errors import SourceFormatError
+from agentlog.store.fs import file_kind
 
-__all__ = ["Line", "SourceFile", "iso_ms", "json_document", "jsonl_records"]
+__all__ = ["MAX_SOURCE_BYTES", "Line", "SourceFile", "iso_ms", "json_document", "jsonl_records",
+           "read_source"]
 
+MAX_SOURCE_BYTES: Final = 1 << 30
+"""The largest file ``read_source`` takes by default (1 GiB): an import holds the whole file in memory."""
+
+_CHUNK: Final = 1 << 20
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
@@ -38,6 +46,43 @@ class SourceFile:
         """A ``SourceFormatError`` naming this file (and the line, when known)."""
         where = f"line {line}: " if line is not None else ""
         return SourceFormatError(f"{where}{detail}", file=self.path, offset=offset)
+
+
+def read_source(path: str | os.PathLike[str], *, max_bytes: int = MAX_SOURCE_BYTES) -> SourceFile:
+    """The content of a regular file to import, read in chunks; anything else (a FIFO, a device,
+    a directory) and a file over ``max_bytes`` are refused before they are read whole.
+
+    Opened non-blocking, so a FIFO without a writer cannot hang the open; ``OSError`` propagates.
+    """
+    name = os.fspath(path)
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SourceFormatError(f"not a regular file ({file_kind(info.st_mode)}): import reads regular "
+                                    "files only",
+                                    file=name)
+        if info.st_size > max_bytes:
+            raise _too_big(name, info.st_size, max_bytes)
+    except BaseException:
+        os.close(fd)
+        raise
+    chunks: list[bytes] = []
+    read = 0
+    with open(fd, "rb", buffering=0, closefd=True) as handle:
+        while chunk := handle.read(_CHUNK):
+            read += len(chunk)
+            if read > max_bytes:  # it grew past the cap while being read
+                raise _too_big(name, read, max_bytes)
+            chunks.append(chunk)
+    return SourceFile(name, b"".join(chunks))
+
+
+def _too_big(name: str, size: int, max_bytes: int) -> SourceFormatError:
+    return SourceFormatError(f"{size} bytes is larger than the import size cap of {max_bytes} bytes; "
+                             "raise the cap to import it (agentlog import --max-size, or "
+                             "read_source(max_bytes=...))",
+                             file=name)
 
 
 class Line(NamedTuple):

@@ -50,7 +50,7 @@ def import_swe_agent(source: SourceFile) -> list[Imported]:
     if not isinstance(document, dict) or not isinstance(document.get("history"), list):
         raise source.error(f"no \"history\" list; expected {EXPECTED}")
     builder = LogBuilder(0)
-    trajectory = Trajectory(builder, "swe-agent", _model(document), _action, _KNOWN)
+    trajectory = Trajectory(source, builder, "swe-agent", _model(document), _action, _KNOWN)
     for index, message in enumerate(document["history"]):
         trajectory.message(index, message)
     if isinstance(document.get("trajectory"), list) and document["trajectory"]:

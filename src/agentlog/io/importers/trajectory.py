@@ -15,6 +15,7 @@ from typing import Any
 
 from agentlog.io.importers.builder import LogBuilder
 from agentlog.io.importers.openai_chat import message_content, tool_call_blocks
+from agentlog.io.importers.source import SourceFile
 
 __all__ = ["Trajectory"]
 
@@ -23,6 +24,7 @@ __all__ = ["Trajectory"]
 class Trajectory:
     """Folds one trajectory's messages into ``builder``; formats supply their own readings."""
 
+    source: SourceFile
     builder: LogBuilder
     provider: str
     model: str
@@ -53,8 +55,7 @@ class Trajectory:
         elif role == "assistant":
             self._reply(index, message, content, usage)
         elif role == "tool":
-            ids = message.get("tool_call_ids") or [message.get("tool_call_id")]
-            for call_id in ids:
+            for call_id in self._answered_ids(index, message):
                 builder.tool_result(str(call_id or ""), content, id=f"m{index}:{call_id}", is_error=failed,
                                     meta=meta)
         elif role == "user" and self.pending is not None:
@@ -64,6 +65,17 @@ class Trajectory:
             source = None if role == "user" else {"kind": "plugin", "plugin": "import", "role": role}
             builder.user(content, id=f"m{index}", source=source, new_turn=not self.opened)
             self.opened = True
+
+    def _answered_ids(self, index: int, message: dict[str, Any]) -> list[Any]:
+        """The call ids a ``tool`` message answers: ``tool_call_ids`` (a list), else ``tool_call_id``."""
+        ids = message.get("tool_call_ids")
+        if not ids:
+            return [message.get("tool_call_id")]
+        if not isinstance(ids, list) or not all(isinstance(each, str | int) for each in ids):
+            shape = type(ids).__name__ if not isinstance(ids, list) else "list holding a non-id"
+            raise self.source.error(f'history message {index}: "tool_call_ids" is a {shape}; expected a list '
+                                    "of tool call ids")
+        return ids
 
     def _reply(self, index: int, message: dict[str, Any], content: list[Any],
                usage: Mapping[str, Any] | None) -> None:

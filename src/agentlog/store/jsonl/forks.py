@@ -23,7 +23,13 @@ from agentlog.core.events import Event
 from agentlog.core.header import SessionHeader
 from agentlog.core.jsonvalue import frozen_dict
 from agentlog.core.packed import LogEntry
-from agentlog.errors import AgentlogError, SessionCorruptionError, SessionNotFoundError, UsageError
+from agentlog.errors import (
+    AgentlogError,
+    SessionCorruptionError,
+    SessionNotFoundError,
+    StoreError,
+    UsageError,
+)
 from agentlog.store.base import Store
 from agentlog.store.filelock import discard_lock_file, flock_holder
 from agentlog.store.fs import FileSystem, io_error
@@ -36,6 +42,7 @@ from agentlog.store.jsonl.format import (
     first_stored_seq,
     scan_zstd_frames,
 )
+from agentlog.store.jsonl.links import refuse_links
 
 __all__ = ["FORKS_DIR", "JsonlForks", "Transcript", "is_shared", "public_header"]
 
@@ -80,6 +87,7 @@ class JsonlForks(Store):
     _fs: FileSystem
     _paths: dict[str, Path]
     compressed: bool
+    root: Path
 
     # -- provided by JsonlStore (the file layout and its I/O) ----------------------------------------
 
@@ -209,9 +217,10 @@ class JsonlForks(Store):
         exclusively while it re-checks for children and unlinks, so no child can slip in between.
         """
         path = self._refs_path(session_id)
+        refuse_links(self.root, path, session_id=session_id)
         try:
             os.makedirs(path.parent, mode=0o700, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
         except OSError as exc:
             io_error(f"cannot create lock file: {exc}", exc, session_id=session_id, file=str(path))
         try:
@@ -222,9 +231,10 @@ class JsonlForks(Store):
 
     def _write_marker(self, marker: Path, session_id: str) -> None:
         fs = self._fs
+        refuse_links(self.root, marker, session_id=session_id)
         try:
             fs.makedirs(str(marker.parent))
-            fd = fs.open(str(marker), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = fs.open(str(marker), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             fs.close(fd)
             fs.fsync_dir(str(marker.parent))
         except OSError as exc:
@@ -233,6 +243,10 @@ class JsonlForks(Store):
 
     def _remove_marker(self, marker: Path) -> None:
         """Drop a fork marker (best effort: a stale marker only names a child that no longer needs it)."""
+        try:
+            refuse_links(self.root, marker)
+        except StoreError:
+            return  # never unlink through a planted symlink
         try:
             self._fs.unlink(str(marker))
             self._fs.fsync_dir(str(marker.parent))
@@ -284,7 +298,9 @@ class JsonlForks(Store):
                     os.unlink(path)
 
     def _discard_lock_file(self, session_id: str) -> None:
-        discard_lock_file(self._lock_path(session_id), session_id)
+        path = self._lock_path(session_id)
+        refuse_links(self.root, path, session_id=session_id)
+        discard_lock_file(path, session_id)
 
     def _writer_pid(self, session_id: str) -> int | None:
         return flock_holder(self._lock_path(session_id))

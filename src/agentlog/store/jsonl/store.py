@@ -58,6 +58,7 @@ from agentlog.store.jsonl.format import (
     scan_suffix,
     scan_zstd_frames,
 )
+from agentlog.store.jsonl.links import refuse_irregular, refuse_links
 from agentlog.store.jsonl.paths import check_id_length, is_dir_entry, listed_id
 from agentlog.store.jsonl.seek import SeekIndex, identity_of, read_indexed, revision_of
 from agentlog.store.records import Listing, RawArtifact, Snapshot, StoredLog, Unreadable, WriterLock
@@ -147,7 +148,7 @@ class JsonlStore(JsonlCheckpoints):
         except FileNotFoundError:
             return []
         except OSError as exc:
-            io_error(f"cannot read directory {directory}: {exc}", exc, file=str(directory))
+            io_error(f"cannot read the directory: {exc.strerror or exc}", exc, file=str(directory))
 
     def _stat(self, path: Path) -> os.stat_result | None:
         """``stat`` of a path, None when it (or a parent) is absent; other errors surface."""
@@ -156,7 +157,7 @@ class JsonlStore(JsonlCheckpoints):
         except OSError as exc:
             if exc.errno in _ABSENT:
                 return None
-            io_error(f"cannot stat {path}: {exc}", exc, file=str(path))
+            io_error(f"cannot stat: {exc.strerror or exc}", exc, file=str(path))
 
     def _refuse_flat(self, path: Path) -> NoReturn:
         raise StoreError(
@@ -164,19 +165,6 @@ class JsonlStore(JsonlCheckpoints):
             "this build reads <project>/<id>/" + self._transcript + " (use a separate root)",
             file=str(path),
         )
-
-    def _refuse_symlink(self, session_dir: Path, session_id: str | None = None) -> None:
-        """A session directory must be a real one: a planted symlink is never followed or deleted through."""
-        try:
-            is_link = stat_mode.S_ISLNK(os.lstat(session_dir).st_mode)
-        except OSError as exc:
-            if exc.errno in _ABSENT:
-                return
-            io_error(f"cannot stat {session_dir}: {exc}", exc, session_id=session_id, file=str(session_dir))
-        if is_link:
-            raise StoreError(f"session directory {session_dir} is a symlink; refusing to follow it "
-                             "(remove it, or move the session into this root)",
-                             session_id=session_id, file=str(session_dir))
 
     def _refuse_opposite(self, session_dir: Path, session_id: str | None = None) -> None:
         opposite = session_dir / self._opposite
@@ -223,14 +211,17 @@ class JsonlStore(JsonlCheckpoints):
                 if self._stat(flat) is not None:
                     self._refuse_flat(flat)
             session_dir = project / name
-            self._refuse_symlink(session_dir, session_id)
+            if not os.path.lexists(session_dir):
+                continue
+            refuse_links(self.root, session_dir, session_id=session_id)
             self._refuse_opposite(session_dir, session_id)
             path = session_dir / self._transcript
             info = self._stat(path)
-            if info is None or not stat_mode.S_ISREG(info.st_mode):
+            if info is None:
                 continue
+            refuse_irregular(path, info, session_id=session_id)
             identity = (info.st_dev, info.st_ino)
-            if identity not in identities:  # an aliased (symlinked) project dir is the same file
+            if identity not in identities:  # the same file reached twice (e.g. through a bind mount)
                 identities.add(identity)
                 found.append(path)
         if len(found) > 1:
@@ -275,7 +266,7 @@ class JsonlStore(JsonlCheckpoints):
             except OSError as exc:
                 if exc.errno in _ABSENT:
                     return None
-                io_error(f"cannot read {path}: {exc}", exc, file=str(path))
+                io_error(f"cannot read the transcript: {exc.strerror or exc}", exc, file=str(path))
             if identity_of(before) == identity_of(after):
                 return data, _revision(after)
 
@@ -426,12 +417,13 @@ class JsonlStore(JsonlCheckpoints):
     def _listed(self, session_dir: Path) -> tuple[Snapshot, Path, tuple[int, int]] | Unreadable | None:
         """The snapshot of one session directory from its header alone (None: no transcript in it;
         ``Unreadable``: a transcript that does not start with a complete header)."""
-        self._refuse_symlink(session_dir)
+        refuse_links(self.root, session_dir)
         self._refuse_opposite(session_dir)
         path = session_dir / self._transcript
         info = self._stat(path)
-        if info is None or not stat_mode.S_ISREG(info.st_mode):
-            return None  # empty session dirs (or other files) are not sessions
+        if info is None:
+            return None  # an empty session dir is no session
+        refuse_irregular(path, info, session_id=listed_id(session_dir))
         header = self._read_listing_header(path)
         if header is None:
             error = SessionCorruptionError("not a session transcript: it is empty, or its first "
@@ -452,7 +444,7 @@ class JsonlStore(JsonlCheckpoints):
         except OSError as exc:
             if exc.errno in _ABSENT:
                 return None
-            io_error(f"cannot read {path}: {exc}", exc, file=str(path))
+            io_error(f"cannot read the transcript: {exc.strerror or exc}", exc, file=str(path))
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -484,6 +476,7 @@ class JsonlStore(JsonlCheckpoints):
         directory = self._session_dir(header)
         final = directory / self._transcript
         fs = self._fs
+        refuse_links(self.root, directory, session_id=header.id)
         try:
             fs.makedirs(str(directory))
         except OSError as exc:
@@ -589,7 +582,9 @@ class JsonlStore(JsonlCheckpoints):
         return self.root / _META_DIR / "locks" / f"{encode_session_id(session_id)}.lock"
 
     def _acquire_writer_lock(self, session_id: str) -> WriterLock:
-        return lock_session_file(self._lock_path(session_id), session_id)
+        path = self._lock_path(session_id)
+        refuse_links(self.root, path, session_id=session_id)
+        return lock_session_file(path, session_id)
 
 # -- helpers -----------------------------------------------------------------------------------------
 

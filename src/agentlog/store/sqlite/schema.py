@@ -30,6 +30,7 @@ from agentlog.errors import (
     SessionFormatUnsupportedError,
     StoreError,
 )
+from agentlog.store.fs import file_kind
 from agentlog.store.sqlite import search as sqlite_search
 from agentlog.store.sqlite.errors import SQLITE_BUSY, primary_code
 from agentlog.store.sqlite.rows import CORRUPT, Row
@@ -321,6 +322,11 @@ def open_file(path: str, *, create: bool) -> str:
     info = _file_info(path)
     if info is None:
         raise StoreError(f"no store at {path} (it was removed)", file=path)
+    try:  # SQLite's own refusal says only "unable to open database file"
+        os.close(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC))
+    except OSError as exc:
+        raise PersistenceIOError(f"cannot read the database file: {exc.strerror or exc} (mode "
+                                 f"{stat.S_IMODE(info.st_mode):04o})", file=path) from exc
     return f"sqlite:{info.st_dev}:{info.st_ino}:"
 
 
@@ -332,8 +338,8 @@ def _file_info(path: str) -> os.stat_result | None:
         return None
     except OSError as exc:
         raise PersistenceIOError(f"cannot inspect the database file: {exc}", file=path) from exc
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
-        raise StoreError("the database path is not a regular file (symlink or directory)", file=path)
+    if not stat.S_ISREG(info.st_mode):
+        raise StoreError(f"the database path is {file_kind(info.st_mode)}, not a regular file", file=path)
     if info.st_uid != os.geteuid() or info.st_mode & 0o077:
         raise StoreError("the database file must be owned by the current user with no group or other "
                          "permissions (chmod 600)", file=path)
