@@ -287,6 +287,26 @@ def test_misplaced_cwd_rejects_listing_and_loading(tmp_path: Path, compression: 
         fresh.load("s1")
 
 
+def test_symlinked_project_dirs_are_accepted(tmp_path: Path, compression: Compression) -> None:
+    """A project dir moved elsewhere and linked back, plus an alias link, still name one session."""
+    root = tmp_path / "root"
+    store = jsonl(root, compression)
+    log = make_log(2)
+    put(store, HEADER, log.events[:9])
+    project = Path(store.locate(HEADER)).parent.parent
+    moved = tmp_path / "other-disk" / "project"
+    moved.parent.mkdir()
+    project.rename(moved)
+    project.symlink_to(moved, target_is_directory=True)
+    (root / "--alias--").symlink_to(moved, target_is_directory=True)
+    fresh = jsonl(root, compression)
+    assert [h.id for h in fresh.list()] == ["s1"]
+    assert wire(list(fresh.load("s1").events)) == log.events[:9]
+    fresh.append("s1", log.events[9:])
+    assert wire(list(jsonl(root, compression).load("s1").events)) == log.events
+    assert transcripts(moved) == [moved / "s1" / Path(store.locate(HEADER)).name]
+
+
 def test_duplicate_id_across_projects_rejects_load_and_list(tmp_path: Path, compression: Compression) -> None:
     root = tmp_path / "root"
     put(jsonl(root, compression), HEADER, make_log(1).events)

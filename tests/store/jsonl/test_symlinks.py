@@ -1,10 +1,12 @@
 """A JSONL store never writes, truncates or unlinks through a symlink planted below its root:
-``.agentlog``, ``.agentlog/locks``, a project directory or a session's ``forks`` directory that is a
-symlink is refused, naming it, and the files it points at stay as they were. (The root itself
-may be a symlink: the user names it.)"""
+``.agentlog``, ``.agentlog/locks``, a session's ``forks`` directory, or a project directory linked
+by someone else (or to a directory others may write) is refused, naming it, and the files it
+points at stay as they were. (The root itself may be a symlink: the user names it; a project
+directory this user moved and linked back is followed, as DSH does: tests/store/jsonl/test_store.py.)"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,7 +61,8 @@ def test_a_symlinked_lock_directory_is_refused_by_writes_and_deletes(tmp_path: P
     assert [h.id for h in fresh.list()] == ["s1"]  # reading needs no lock: still listed
 
 
-def test_a_symlinked_project_directory_is_refused_and_nothing_outside_changes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("planted", ["another user's link", "a directory others may write"])
+def test_a_planted_project_link_is_refused_and_nothing_outside_changes(tmp_path: Path, planted: str) -> None:
     root = tmp_path / "root"
     store = jsonl(root)
     put(store, HEADER, make_log(1).events)
@@ -67,6 +70,10 @@ def test_a_symlinked_project_directory_is_refused_and_nothing_outside_changes(tm
     outside = tmp_path / "outside"
     project.rename(outside)  # the session now lives outside the root, reached through the link
     project.symlink_to(outside, target_is_directory=True)
+    if planted == "another user's link":
+        os.lchown(project, 65534, 65534)  # nobody's (the tests run as root, which may give it away)
+    else:
+        outside.chmod(0o777)
     before = snapshot(outside)
     fresh = jsonl(root)
     other = SessionHeader(id="s2", cwd=HEADER.cwd)
