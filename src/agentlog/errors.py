@@ -119,9 +119,9 @@ class AgentlogError(Exception):
             text = f"{', '.join(where)}: {text}"
         if self.path is not None:
             text = f"{text} (at {self.path})"
-        if self.file is not None:
+        if self.file is not None and (self.offset is not None or self.file not in self.detail):
             loc = self.file if self.offset is None else f"{self.file} at byte {self.offset}"
-            text = f"{text} [{loc}]"
+            text = f"{text} [{loc}]"  # a detail that names the file already says where, once
         return text
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agentlog.errors import UsageError
@@ -24,3 +26,31 @@ def test_an_unset_agentlog_store_means_the_default_store(monkeypatch: pytest.Mon
 def test_an_empty_url_opens_nothing() -> None:
     with pytest.raises(UsageError, match="needs a directory"):
         open_store("")
+
+
+@pytest.mark.parametrize("url", ["jsonl://tmp/x", "sqlite://data/a.db", "jsonl://host.example/srv/x"])
+def test_a_store_url_with_a_host_is_refused_naming_the_spellings(url: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="as a host") as refused:
+        open_store(url)
+    scheme, rest = url.split("://")
+    assert f"{scheme}:///{rest}" in str(refused.value) and f"{scheme}:{rest}" in str(refused.value)
+    assert list(tmp_path.iterdir()) == []  # nothing created under the working directory
+
+
+@pytest.mark.parametrize("url", ["jsonl:rel/x", "rel/x", "sqlite:rel/a.db", "jsonl://localhost/ABS"])
+def test_relative_and_local_spellings_still_open(url: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    url = url.replace("/ABS", str(tmp_path / "abs"))
+    store = open_store(url)
+    store.close()
+
+
+def test_an_error_names_its_file_once() -> None:
+    from agentlog.errors import StoreError
+
+    assert str(StoreError("no store at /x/y (nothing to read)", file="/x/y")).count("/x/y") == 1
+    assert str(StoreError("damaged frame", file="/x/y")) == "damaged frame [/x/y]"
+    assert str(StoreError("damaged frame in /x/y", file="/x/y", offset=7)).endswith("[/x/y at byte 7]")

@@ -27,6 +27,16 @@ def default_store_url() -> str:
     return f"jsonl://{Path(base, 'agentlog', 'sessions')}"
 
 
+def _refuse_a_host(url: str, scheme: str, netloc: str, path: str) -> None:
+    """``jsonl://tmp/x`` reads as host ``tmp``: refuse it (it used to mean ``./tmp/x`` silently)."""
+    if scheme not in ("jsonl", "sqlite") or netloc in ("", "localhost", "~") or path == ":memory:":
+        return
+    raise UsageError(
+        f"{url!r} names {netloc!r} as a host, and a {scheme} store is a path on this machine: write "
+        f"{scheme}:///{path} for /{path}, or {scheme}:{path} (or a bare path for jsonl) for ./{path}"
+    )
+
+
 def open_store(url: str, *, create: bool = True) -> Store:
     """Open the store a URL names; ``create=False`` (readers) refuses one that does not exist yet
     ("no store at ...") instead of creating it, and never initialises an empty one.
@@ -45,6 +55,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
         scheme, path = "jsonl", url
     else:
         path = unquote(parts.netloc + parts.path)
+        _refuse_a_host(url, scheme, parts.netloc, path)
     query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
     try:
         delay = int(query.pop("write_delay_ms", DEFAULT_WRITE_DELAY_MS))
