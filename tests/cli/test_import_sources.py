@@ -4,6 +4,7 @@ oversized file is named and refused, and the other files of the run still import
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,45 @@ def test_max_size_takes_bytes_or_a_binary_suffix(tmp_path: Path, text: str, valu
     from agentlog.cli.importing import parse_size
 
     assert parse_size(text) == value
+
+
+def test_ctrl_c_stops_after_the_current_file_and_says_what_was_stored(tmp_path: Path) -> None:
+    """A first Ctrl-C finishes the file being stored, prints what was done and exits 130; the same
+    import run again resumes (what was stored is skipped) and stores the rest."""
+    import json
+    import signal
+    import time
+
+    source = tmp_path / "conversations"
+    source.mkdir()
+    conversation = json.loads((FIXTURES / "openai-chat" / "small.json").read_text())
+    total = 1500
+    for number in range(total):
+        conversation[1]["content"] = f"Cancel reservation {number:05d}."
+        (source / f"c{number:05d}.json").write_text(json.dumps(conversation))
+    root = tmp_path / "store"
+    command = [sys.executable, "-m", "agentlog.cli", "import", "openai-chat", str(source)]
+    env = {**os.environ, "AGENTLOG_STORE": f"jsonl://{root}"}
+
+    def stored() -> int:
+        return sum(1 for path in root.rglob("session.jsonl*") if path.suffix in (".zstd", ".jsonl"))
+
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as process:
+        deadline = time.monotonic() + 60
+        while stored() < 3 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "Aborted" not in err and "Traceback" not in err
+    summary = err.strip().splitlines()[-1]
+    found = re.findall(r"after (\d+) of 1500 files: (\d+) sessions? stored", summary)
+    assert found, err
+    done, count = (int(n) for n in found[0])
+    assert "re-running the same import resumes" in summary and 3 <= count == done < total
+    assert stored() == count  # every file it says it stored is stored whole: nothing half-written
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert f"{count} sessions already in the store" in again.stdout
+    assert stored() == total

@@ -99,3 +99,47 @@ def test_a_real_server_process_serves_the_demo(demo_store: Path, token: str | No
             out, err = process.communicate(timeout=30)
     assert f":{port}/" in out and "Traceback" not in err
     assert (f"?token={token}" in out) if token else "token" not in out
+
+
+def test_ctrl_c_stops_the_viewer_in_one_line_with_status_130(demo_store: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "AGENTLOG_STORE": f"jsonl://{demo_store}"}
+    with subprocess.Popen([sys.executable, "-m", "agentlog.cli", "serve", "--port", str(port)], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        try:
+            assert _wait(f"http://127.0.0.1:{port}/", process).status_code == 200
+        finally:
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, (out, err)
+    assert err.strip() == "viewer stopped (Ctrl-C)" and "Aborted" not in out + err
+
+
+def test_a_busy_port_is_one_line_and_no_banner(demo_store: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        env = {**os.environ, "AGENTLOG_STORE": f"jsonl://{demo_store}"}
+        done = subprocess.run([sys.executable, "-m", "agentlog.cli", "serve", "--port", str(port)], env=env,
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stdout == ""  # no banner for a server that never listened
+    assert done.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "--port" in done.stderr and "Errno" not in done.stderr
+
+
+def test_port_0_prints_the_port_it_got(demo_store: Path) -> None:
+    env = {**os.environ, "AGENTLOG_STORE": f"jsonl://{demo_store}"}
+    with subprocess.Popen([sys.executable, "-m", "agentlog.cli", "serve", "--port", "0"], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stdout is not None
+            banner = process.stdout.readline()
+            port = int(re.search(r"127\.0\.0\.1:(\d+)/", banner).group(1))  # type: ignore[union-attr]
+            assert port != 0 and _wait(f"http://127.0.0.1:{port}/", process).status_code == 200
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.communicate(timeout=30)

@@ -6,12 +6,14 @@ a raw traceback is shown only with ``--debug``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import signal
 import sqlite3
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, Final, TypeVar
 
 import click
 
@@ -41,6 +43,10 @@ json_option = click.option("--json", "as_json", is_flag=True,
 """The ``--json`` flag of commands whose output is one object."""
 
 
+INTERRUPTED: Final = 130
+"""The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
+
+
 def handled(command: F) -> F:
     """Turn library errors into one clear line and a non-zero exit status."""
 
@@ -51,6 +57,9 @@ def handled(command: F) -> F:
             return command(*args, **kwargs)
         except (click.ClickException, click.Abort):
             raise  # click reports these itself (usage errors, a declined confirmation)
+        except KeyboardInterrupt:  # Ctrl-C: one line and the shell's status for it, never "Aborted!"
+            errors.print("interrupted (Ctrl-C)")
+            sys.exit(INTERRUPTED)
         except BrokenPipeError:  # the reader went away (`agentlog list | head -1`): stop quietly
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
@@ -95,3 +104,25 @@ def _store_url(option: str | None) -> str:
         return default_store_url()
     except UsageError as exc:  # $AGENTLOG_STORE set to an empty string (click passes that on as unset)
         raise click.BadParameter(str(exc), param_hint="'--store'") from None
+
+
+@contextlib.contextmanager
+def stop_after_the_current_item() -> Iterator[Callable[[], bool]]:
+    """Within it, a first Ctrl-C only asks to stop (the returned callable turns true), so a
+    command finishes the item it is writing and reports what was done; a second one interrupts."""
+    asked: list[bool] = []
+
+    def ask(_signal: int, _frame: object) -> None:
+        asked.append(True)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # the next Ctrl-C stops at once
+        errors.print("stopping after the current file (Ctrl-C again to stop at once)", soft_wrap=True)
+
+    try:
+        previous = signal.signal(signal.SIGINT, ask)
+    except ValueError:  # not the main thread (an embedding caller): leave Ctrl-C alone
+        yield lambda: False
+        return
+    try:
+        yield lambda: bool(asked)
+    finally:
+        signal.signal(signal.SIGINT, previous)

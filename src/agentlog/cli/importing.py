@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.progress import Progress
 
-from agentlog.cli.app import State, handled
+from agentlog.cli.app import INTERRUPTED, State, handled, stop_after_the_current_item
 from agentlog.cli.render import columns, console, errors, json_text, visible
 from agentlog.errors import AgentlogError, UsageError
 from agentlog.io.importers import IMPORTERS, Imported, read_source, save_imported
@@ -156,12 +156,14 @@ def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id:
     rows: list[dict[str, Any]] = []
     show_progress = console.is_terminal and not as_json and len(files) > 1
     with state.store() as store, Progress(console=console, transient=True) if show_progress \
-            else nullcontext() as progress:
+            else nullcontext() as progress, stop_after_the_current_item() as stopped:
         task = progress.add_task("importing", total=len(files)) if progress is not None else None
         for row in _rows(fmt, files, store, session_id, replace, max_bytes):
             rows.append(row)
             if progress is not None and task is not None:
                 progress.update(task, completed=len({r["file"] for r in rows}))
+            if stopped():
+                break
     if as_json:
         for row in rows:
             sys.stdout.write(json_text(row, indent=False) + "\n")
@@ -174,6 +176,13 @@ def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id:
     failed = [row for row in rows if "error" in row]
     for row in failed if not as_json else ():
         errors.print(f"error: {visible(row['error'])}", soft_wrap=True)
+    if stopped():
+        done = len({row["file"] for row in rows})
+        stored = sum(1 for row in rows if row.get("outcome") not in (None, "skipped"))
+        errors.print(f"interrupted (Ctrl-C) after {done} of {len(files)} files: {stored} "
+                     f"session{'' if stored == 1 else 's'} stored; re-running the same import resumes "
+                     "(sessions already stored are skipped)", soft_wrap=True)
+        sys.exit(INTERRUPTED)
     if failed:
         errors.print(f"error: {len(failed)} file{'s' if len(failed) > 1 else ''} could not be imported")
         sys.exit(1)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import ipaddress
+import socket
+import sys
+from collections.abc import Iterator
 
 import click
 
-from agentlog.cli.app import State, handled
-from agentlog.cli.render import console, safe
+from agentlog.cli.app import INTERRUPTED, State, handled
+from agentlog.cli.render import console, errors, safe
 from agentlog.errors import AgentlogError
 
 
@@ -47,12 +52,36 @@ def serve(state: State, host: str, port: int, token: str | None) -> None:
     if not is_loopback(host) and not token:
         raise click.UsageError(f"--host {host} is not a loopback address: serving other machines "
                                "requires --token")
-    with state.store(create=False) as store:
+    with state.store(create=False) as store, listening(host, port) as sock:
         app = create_app(store, token=token)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                                lifespan="on")
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
         server = uvicorn.Server(config)
         shown = f"[{host}]" if ":" in host else host
-        url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+        url = f"http://{shown}:{sock.getsockname()[1]}/" + (f"?token={token}" if token else "")
         console.print(f"agentlog viewer of {safe(state.store_url)} at {url}  (Ctrl-C stops)")
-        server.run()
+        try:
+            server.run(sockets=[sock])
+        except KeyboardInterrupt:  # uvicorn shut down first, then re-raised the signal: the usual stop
+            errors.print("viewer stopped (Ctrl-C)")
+            sys.exit(INTERRUPTED)
+        errors.print("viewer stopped")
+
+
+@contextlib.contextmanager
+def listening(host: str, port: int) -> Iterator[socket.socket]:
+    """A socket bound and listening on ``host:port``, or one line saying why not (before any banner)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise AgentlogError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    with sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+            sock.listen(128)
+        except OSError as exc:
+            hint = " (another server holds it: choose --port, or --port 0 for any free one)" if (
+                exc.errno == errno.EADDRINUSE) else ""
+            raise AgentlogError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{hint}") from None
+        yield sock
