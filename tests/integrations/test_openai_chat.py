@@ -283,6 +283,7 @@ def test_a_stream_that_ends_without_a_finish_reason_fails_the_turn(provider: Pro
         run(provider, session, sse_ended("openai_final_text", FINISH_STOP))
     failure = caught.value.llm_failure  # type: ignore[attr-defined]
     assert failure["code"] == "CONNECTION_ERROR" and "finish reason" in failure["message"]
+    assert caught.value.request.url.path == "/v1/chat/completions"  # the SDK's own request, named
     assert turn_end(session) == {"kind": "error", "error": thaw(failure)}
     assert [c["type"] for c in chunks(session)] == ["text-delta"]  # what was streamed is kept
     assert messages(session) == []  # no half message reaches the surface, as for a dropped connection

@@ -35,7 +35,6 @@ from agentlog.integrations.openai_messages import ReasoningReplay, chat_header, 
 from agentlog.recording.recorder import Step, llm_failure
 
 try:
-    import httpx
     import openai
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -70,8 +69,6 @@ _FINISH: Final = {
     "content_filter": frozen_dict({"kind": "error", "error": frozen_dict({
         "message": "the provider's content filter stopped the output", "code": CONTENT_FILTER_CODE})}),
 }
-_PATH: Final = "/chat/completions"
-"""The request an ``IncompleteStreamError`` names when the stream is not the SDK's (a plain iterable)."""
 _CONTEXT_CODES: Final = frozenset({"context_length_exceeded", "string_above_max_length"})
 
 
@@ -120,7 +117,7 @@ class IncompleteStreamError(openai.APIConnectionError):
     closes the body cleanly mid-reply leaves the SDK nothing to raise.
     """
 
-    def __init__(self, request: httpx.Request) -> None:
+    def __init__(self, request: Any) -> None:
         super().__init__(request=request,
                          message="the stream ended without a finish reason (no [DONE]): the reply is cut")
 
@@ -135,8 +132,7 @@ class _ChatStream(StepRecording):
         super().__init__(step, provider, model)
         self._ids: dict[int, str] = {}  # tool-call index -> call id
         self._finished = False
-        request = getattr(getattr(stream, "response", None), "request", None)  # an SDK stream's request
-        self._request = request if isinstance(request, httpx.Request) else httpx.Request("POST", _PATH)
+        self._request = getattr(getattr(stream, "response", None), "request", None)  # the SDK stream's
 
     def feed(self, chunk: ChatCompletionChunk) -> None:
         step = self.step
