@@ -132,3 +132,62 @@ def test_deeply_nested_content_exports_in_every_format() -> None:
     for fmt in EXPORTERS:
         out = export(session.header, session.events, fmt, redact=True)
         assert b"[REDACTED:aws-access-key]" in out and b"AKIAIOSFODNN7EXAMPLE" not in out, fmt
+
+
+HEADER_SECRETS = {
+    "repository token": "ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+    "model api key": "sk-or-v1-0f9e8d7c6b5a49382716",
+    "environment": "AKIAIOSFODNN7EXAMPLE",
+    "extra": "glpat-xY3kP9qR2mN7vB4cZ8wT",
+    "cwd": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567",
+}
+
+
+def leaky_header(session_id: str) -> SessionHeader:
+    """A header as importers write it: foreign metadata (Codex git, mini-swe-agent config) in extras."""
+    secrets = HEADER_SECRETS
+    return SessionHeader.from_wire({
+        "version": 0, "id": session_id, "createdAt": 1_764_547_200_000,
+        "cwd": f"/srv/{secrets['cwd']}/app",
+        "importedFrom": {
+            "format": "codex",
+            "git": {"repository_url": f"https://x-access-token:{secrets['repository token']}@github.com/o/r"},
+            "info": {"config": {"model": {"model_kwargs": {"api_key": secrets["model api key"]}}}},
+            "environment": f"AWS_ACCESS_KEY_ID={secrets['environment']} swe_main",
+        },
+        "deployNote": f"push with {secrets['extra']}",
+    })
+
+
+@pytest.mark.parametrize("fmt", list(EXPORTERS))
+def test_the_session_header_is_redacted_in_every_format(fmt: str) -> None:
+    session = sample_session()
+    header = leaky_header(session.header.id)
+    plain = export(header, session.events, fmt)
+    out = export(header, session.events, fmt, redact=True)
+    if fmt == "jsonl":
+        assert all(secret.encode() in plain for secret in HEADER_SECRETS.values())  # all there to be found
+    for name, secret in HEADER_SECRETS.items():
+        assert secret.encode() not in out, name
+    if fmt == "jsonl":
+        line = orjson.loads(out.split(b"\n", 1)[0])
+        shown = SessionHeader.from_wire(line, session_id=header.id)  # still a valid DSH header
+        assert shown.id == header.id and shown.created_at == header.created_at
+        assert shown.cwd == "/srv/[REDACTED:huggingface-token]/app"
+        origin = line["importedFrom"]
+        assert origin["git"]["repository_url"] == "https://x-access-token:[REDACTED:github-token]@github.com/o/r"
+        assert origin["info"]["config"]["model"]["model_kwargs"]["api_key"] == "[REDACTED:env-secret]"
+    if fmt in ("markdown", "html"):
+        assert b"/srv/[REDACTED:huggingface-token]/app" in out
+
+
+def test_a_secret_used_as_a_json_key_is_redacted_in_the_jsonl_export() -> None:
+    token = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
+    session = Session.create("keyed")
+    session.append("user/message", {"id": "u", "role": "user", "source": {"kind": "user"}, "content": [
+        {"type": "custom", "value": {token: {"scopes": ["repo"]}, "AKIAIOSFODNN7EXAMPLE": 1}}]},
+        surface_op="append")
+    out = export(session.header, session.events, "jsonl", redact=True)
+    assert token.encode() not in out and b"AKIAIOSFODNN7EXAMPLE" not in out
+    value = orjson.loads(out.split(b"\n")[1])["data"]["content"][0]["value"]
+    assert value == {"[REDACTED:github-token]": {"scopes": ["repo"]}, "[REDACTED:aws-access-key]": 1}

@@ -60,7 +60,7 @@ def markdown(source: ExportSource) -> bytes:
     messages = source.finish(source.messages("log"))
     header = source.request_header()
     system = source.finish(header.get("system")) if header is not None else None
-    lines = [*_about(source.header, view, len(messages), system), ""]
+    lines = [*_about(source.shown_header(), view, len(messages), system), ""]
     for number, message in enumerate(messages, 1):
         lines += [f"## {number}. {label(message)}", ""]
         for kind, value in parts(message):
