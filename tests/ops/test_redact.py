@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentlog.ops import redact
 from agentlog.ops.redact import KINDS, find_secrets, redact_text, redact_value, scan, secret_paths
 from tests.ops.secret_shapes import BENIGN, SHAPES
 
@@ -238,3 +239,14 @@ def test_a_secret_used_as_a_key_is_redacted_and_never_named_in_a_path() -> None:
     paths = list(secret_paths(value))
     assert len(paths) == 3 and not any(key in path or "AKIA" in path for path, _ in paths)
     assert redact_value(out) == out
+
+
+ANCHORS = redact._ANCHORS
+ANCHOR_TEXT = st.lists(st.sampled_from([*ANCHORS, *(anchor[:-1] for anchor in ANCHORS), "x", " ", "-", "_"]),
+                       max_size=12).map("".join)
+
+
+@settings(max_examples=500)
+@given(ANCHOR_TEXT)
+def test_the_anchor_regex_finds_exactly_the_anchors(text: str) -> None:
+    assert (redact._ANCHOR.search(text) is not None) == any(anchor in text for anchor in ANCHORS)

@@ -105,7 +105,7 @@ _TABLE: Final[tuple[tuple[str, str, int | tuple[int, ...], tuple[tuple[str, ...]
     ("auth-header", rf"(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*-(?={_HEADER_WORD})"
                     rf"[A-Za-z0-9]+)[ \t]*:[ \t]*{_NOT_PLACED}(?![$%<{{\[(]){_TYPE_WORDS}"
                     rf"([^\s\"'`,;]{{6,}})", 2,
-     (tuple(f"-{word}" for word in _HEADER_WORDS), (":",))),
+     (_KEY_WORDS, tuple(f"-{word}" for word in _HEADER_WORDS), (":",))),
     ("mysql-password", rf"{_MYSQL}(['\"])((?:(?!\1)[^\n\\])+)\1", 2, (("mysql", "mariadb"), ("-p",))),
     ("mysql-password", rf"{_MYSQL}{_NOT_PLACED}(?![\s'\"$])([^\s'\"]+)", 1, (("mysql", "mariadb"), ("-p",))),
     # KEY=value as in .env files and shells: no space around "=", a literal value (not $VAR, not code)
@@ -155,7 +155,27 @@ _ANCHORS: Final = tuple(dict.fromkeys(anchor for *_, needs in _TABLE for anchor 
 """Every pattern's first needs: text with none of them (and no encoded key word) needs no scan."""
 
 
-_ANCHOR: Final = re.compile("|".join(map(re.escape, _ANCHORS)))
+def _trie(words: tuple[str, ...]) -> str:
+    """An alternation of literal ``words`` with their common prefixes factored (``sk-(?:ant-|)``):
+    one branch per first character, so the regex engine tries few branches at each position."""
+    heads: dict[str, list[str]] = {}
+    for word in words:
+        heads.setdefault(word[:1], []).append(word[1:])
+    branches = []
+    for head, tails in heads.items():
+        if not head:
+            continue
+        rest = tuple(tail for tail in tails if tail)
+        if not rest or "" in tails:  # a word ends here: any longer one after it is found by it
+            branches.append(re.escape(head))
+        elif len(rest) == 1:
+            branches.append(re.escape(head + rest[0]))
+        else:
+            branches.append(f"{re.escape(head)}(?:{_trie(rest)})")
+    return "|".join(branches)
+
+
+_ANCHOR: Final = re.compile(_trie(_ANCHORS))
 
 
 def _may_hold(text: str) -> bool:
