@@ -92,6 +92,8 @@ BENIGN: list[str] = [
     "Content-Type: application/json\nX-Request-Id: 7f9c2ba4e88f827d6160\nX-RateLimit-Remaining: 59",
     "X-Api-Key: string\nAuthorization: <token>\nX-Api-Key: ${API_KEY}",
     "mysql -u root -p db  # prompts for the password; mysql -P 3306 -h db",
+    'mysql -uroot -p"$MYSQL_ROOT_PASSWORD" app; mysqldump -p$PW db; docker run -p 3306:3306 mysql',
+    "authorization: required\nAuthorization: Bearer $TOKEN\ncurl -H \"X-Api-Key: required\" url",
     "pip install huggingface_hub; from huggingface_hub import hf_hub_download",
     "npm_config_cache=/tmp/npm and npm_package_version",
     f"data {base64.b64encode(b'The quick brown fox jumps over the lazy dog again and again').decode()}",

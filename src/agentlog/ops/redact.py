@@ -96,17 +96,19 @@ _TABLE: Final[tuple[tuple[str, str, int | tuple[int, ...], tuple[tuple[str, ...]
     # user (maybe empty) and password (maybe holding "/", not a port and path) before "@host"
     ("url-password", rf"\b[A-Za-z][A-Za-z0-9+.\-]{{0,30}}://[^\s:/@\"'<>\[\]]{{0,256}}:{_NOT_PLACED}"
                      rf"(?!\d+(?:[/@]|$))([^\s@\"'<>]{{1,256}})@(?=[A-Za-z0-9\[])", 1, (("://",), ("@",))),
-    # Authorization: <scheme> <credentials> that the bearer and basic kinds left (token, bot, key...)
+    # Authorization: <scheme> <credentials> that the bearer and basic kinds left (token, bot, key...);
+    # a credential has a digit (not "authorization: required")
     ("auth-header", rf"(?i:\b(?:proxy-)?authorization\s*:\s*(?:(?:bearer|basic|token|bot|apikey|api-key|key|"
                     rf"sso-key|digest|negotiate|ntlm)\s+)?){_NOT_PLACED}(?![$<{{%])"
-                    rf"([A-Za-z0-9\-._~+/=]{{8,}})", 1,
+                    rf"(?=[A-Za-z0-9\-._~+/=]*\d)([A-Za-z0-9\-._~+/=]{{8,}})", 1,
      (("authorization",),)),
     # an HTTP header whose dashed name ends in a secret word: X-Api-Key, PRIVATE-TOKEN, X-Auth-Token
     ("auth-header", rf"(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*-(?={_HEADER_WORD})"
-                    rf"[A-Za-z0-9]+)[ \t]*:[ \t]*{_NOT_PLACED}(?![$%<{{\[(]){_TYPE_WORDS}"
+                    rf"[A-Za-z0-9]+)[ \t]*:[ \t]*{_NOT_PLACED}(?![$%<{{\[(])(?=[^\s\"'`,;]*\d)"
                     rf"([^\s\"'`,;]{{6,}})", 2,
      (_KEY_WORDS, tuple(f"-{word}" for word in _HEADER_WORDS), (":",))),
-    ("mysql-password", rf"{_MYSQL}(['\"])((?:(?!\1)[^\n\\])+)\1", 2, (("mysql", "mariadb"), ("-p",))),
+    ("mysql-password", rf"{_MYSQL}(['\"]){_NOT_PLACED}(?![$%])((?:(?!\1)[^\n\\])+)\1", 2,
+     (("mysql", "mariadb"), ("-p",))),
     ("mysql-password", rf"{_MYSQL}{_NOT_PLACED}(?![\s'\"$])([^\s'\"]+)", 1, (("mysql", "mariadb"), ("-p",))),
     # KEY=value as in .env files and shells: no space around "=", a literal value (not $VAR, not code)
     ("env-secret", rf"{_KEY}={_NOT_PLACED}(?![$%*<{{(\[])([^\s\"'`#;&|(){{}}]+)", 2, (_KEY_WORDS, ("=",))),
