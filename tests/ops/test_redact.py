@@ -161,7 +161,10 @@ def test_secret_paths_name_where_never_what() -> None:
 
 @pytest.mark.parametrize("text", ["a." * 200_000, "x://" * 100_000, "password" * 50_000, '"' * 200_000,
                                   "-----BEGIN PRIVATE KEY-----" * 10_000, "aws secret = " * 30_000,
-                                  "QUFB" * 250_000, "cGFzc3dvcmQ9" * 20_000 + "!"])
+                                  "QUFB" * 250_000, "cGFzc3dvcmQ9" * 20_000 + "!", "mysql " * 40_000 + "-p",
+                                  "X-Api-Key:" * 30_000, "a-" * 100_000 + "token: 12345678",
+                                  "://:" * 50_000 + "@", "Authorization: " * 20_000 + "1",
+                                  "Authorization:" * 30_000])
 def test_hostile_text_is_scanned_in_linear_time(text: str) -> None:
     started = time.process_time()
     redact_text(text)

@@ -100,11 +100,11 @@ _TABLE: Final[tuple[tuple[str, str, int | tuple[int, ...], tuple[tuple[str, ...]
     # a credential has a digit (not "authorization: required")
     ("auth-header", rf"(?i:\b(?:proxy-)?authorization\s*:\s*(?:(?:bearer|basic|token|bot|apikey|api-key|key|"
                     rf"sso-key|digest|negotiate|ntlm)\s+)?){_NOT_PLACED}(?![$<{{%])"
-                    rf"(?=[A-Za-z0-9\-._~+/=]*\d)([A-Za-z0-9\-._~+/=]{{8,}})", 1,
+                    rf"(?=[A-Za-z0-9\-._~+/=]{{0,256}}\d)([A-Za-z0-9\-._~+/=]{{8,}})", 1,
      (("authorization",),)),
     # an HTTP header whose dashed name ends in a secret word: X-Api-Key, PRIVATE-TOKEN, X-Auth-Token
     ("auth-header", rf"(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*-(?={_HEADER_WORD})"
-                    rf"[A-Za-z0-9]+)[ \t]*:[ \t]*{_NOT_PLACED}(?![$%<{{\[(])(?=[^\s\"'`,;]*\d)"
+                    rf"[A-Za-z0-9]+)[ \t]*:[ \t]*{_NOT_PLACED}(?![$%<{{\[(])(?=[^\s\"'`,;]{{0,256}}\d)"
                     rf"([^\s\"'`,;]{{6,}})", 2,
      (_KEY_WORDS, tuple(f"-{word}" for word in _HEADER_WORDS), (":",))),
     ("mysql-password", rf"{_MYSQL}(['\"]){_NOT_PLACED}(?![$%])((?:(?!\1)[^\n\\])+)\1", 2,
