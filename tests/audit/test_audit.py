@@ -129,6 +129,23 @@ def test_secrets_are_named_by_kind_and_place_never_shown() -> None:
     assert key not in text and "sk-proj-Ab3dEf" not in text  # not in the findings, not in the timeline
 
 
+def test_secrets_in_the_header_are_found_by_place() -> None:
+    from tests.io.exporters.test_hostile import HEADER_SECRETS, leaky_header
+
+    session = sample_session()
+    report = audit_log(leaky_header(session.header.id), session.events)
+    found = {item.path: item.text.split(" ", 1)[0] for item in report.check("secrets").items}
+    assert found == {
+        "header.cwd": "huggingface-token",
+        "header.importedFrom.git.repository_url": "github-token",
+        "header.importedFrom.info.config.model.model_kwargs.api_key": "env-secret",
+        "header.importedFrom.environment": "aws-access-key",
+        "header.deployNote": "gitlab-token",
+    }
+    text = str(report.to_json())
+    assert not any(secret in text for secret in HEADER_SECRETS.values())
+
+
 def test_restore_drift_compares_cwd_git_route_preset_and_tools(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()

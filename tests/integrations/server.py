@@ -35,6 +35,13 @@ def sse_cut(name: str, marker: bytes) -> Reply:
     return reply
 
 
+def sse_ended(name: str, marker: bytes) -> Reply:
+    """The fixture's stream ended early but cleanly (a complete HTTP body) just before ``marker``."""
+    reply = sse(name)
+    reply.body = reply.body[: reply.body.index(marker)]
+    return reply
+
+
 def error(status: int, name: str, headers: dict[str, str] | None = None) -> Reply:
     """A JSON error body from ``fixtures/<name>.json``."""
     return Reply(status=status, body=(FIXTURES / f"{name}.json").read_bytes(),

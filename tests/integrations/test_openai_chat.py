@@ -29,7 +29,7 @@ from agentlog.integrations.openai_messages import chat_header, chat_tools, to_ch
 from agentlog.recording.recorder import Step
 from tests.compaction.helpers import FixedSummarizer, new_session, record_turn
 from tests.integrations.helpers import HTTP_ERRORS, aclient, chunks, client, messages, run_tools, turn_end
-from tests.integrations.server import Provider, error, json_reply, sse, sse_cut
+from tests.integrations.server import Provider, error, json_reply, sse, sse_cut, sse_ended
 
 PATH_ARG = {"type": "object", "properties": {"path": {"type": "string"}}}
 TOOLS = [{"type": "function", "function": {"name": name, "description": description, "parameters": PATH_ARG}}
@@ -247,6 +247,55 @@ def test_a_stream_cut_off_mid_tool_call_ends_the_turn_with_a_connection_error(pr
     assert messages(session) == []  # no half-assembled message reaches the surface
     assert to_chat_messages(session) == [{"role": "user", "content": "go"}]
     check_invariants(session.events)
+
+
+FINISH_STOP = b'data: {"id":"chatcmpl-A1b2C3","object":"chat.completion.chunk","created":1733000000,' \
+    b'"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_50cad350e4","choices":[{"index":0,"delta":{},' \
+    b'"logprobs":null,"finish_reason":"stop"}]'
+"""The chunk of ``openai_final_text`` that carries its finish reason."""
+
+
+def async_step(provider: Provider, session: Session, reply: Any) -> list[Any]:
+    """``one_step`` through ``AsyncOpenAI`` and ``arecord_chat_stream``."""
+    provider.queue(reply)
+    received: list[Any] = []
+
+    async def main() -> None:
+        sdk = aclient(provider)
+        try:
+            async with Recorder(session).turn() as turn, turn.step() as step:
+                step.user_message("go")
+                await step.arequest_header(chat_header("gpt-4o"))
+                stream = await sdk.chat.completions.create(**request(session))
+                received.extend([chunk async for chunk in arecord_chat_stream(step, stream)])
+        finally:
+            await sdk.close()
+
+    asyncio.run(main())
+    return received
+
+
+@pytest.mark.parametrize("run", [one_step, async_step])
+def test_a_stream_that_ends_without_a_finish_reason_fails_the_turn(provider: Provider, run: Any) -> None:
+    # the body ends cleanly (no [DONE], no finish_reason): the SDK sees no error, but the reply is cut
+    session = new_session()
+    with pytest.raises(openai.APIConnectionError) as caught:
+        run(provider, session, sse_ended("openai_final_text", FINISH_STOP))
+    failure = caught.value.llm_failure  # type: ignore[attr-defined]
+    assert failure["code"] == "CONNECTION_ERROR" and "finish reason" in failure["message"]
+    assert caught.value.request.url.path == "/v1/chat/completions"  # the SDK's own request, named
+    assert turn_end(session) == {"kind": "error", "error": thaw(failure)}
+    assert [c["type"] for c in chunks(session)] == ["text-delta"]  # what was streamed is kept
+    assert messages(session) == []  # no half message reaches the surface, as for a dropped connection
+    check_invariants(session.events)
+
+
+@pytest.mark.parametrize("run", [one_step, async_step])
+def test_a_finished_stream_without_done_still_succeeds(provider: Provider, run: Any) -> None:
+    session = new_session()
+    run(provider, session, sse_ended("openai_final_text", b"data: [DONE]"))
+    assert messages(session)[0]["message"]["content"] == [{"type": "text", "text": FINAL_TEXT}]
+    assert turn_end(session) == {"kind": "completed"}
 
 
 @pytest.mark.parametrize(("status", "fixture", "headers", "expected"), [

@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentlog.ops import redact
 from agentlog.ops.redact import KINDS, find_secrets, redact_text, redact_value, scan, secret_paths
+from tests.ops.secret_shapes import BENIGN, SHAPES
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
@@ -54,6 +56,17 @@ POSITIVES = [
     ('db_password = "hunter2!"  # python', "env-secret", "hunter2!"),
     ("https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX", "slack-webhook",
      "XXXXXXXXXXXXXXXXXXXXXXXX"),
+    ("glpat-xY3kP9qR2mN7vB4cZ8wT", "gitlab-token", "glpat-xY3kP9qR2mN7vB4cZ8wT"),
+    ("--token hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567", "huggingface-token",
+     "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567"),
+    ("npm_1a2B3c4D5e6F7g8H9i0JkLmNoPqRsTuVwXyZ", "npm-token", "npm_1a2B3c4D5e6F7g8H9i0JkLmNoPqRsTuVwXyZ"),
+    ("redis://:s3cr3tRedisPw@cache:6379/0", "url-password", "s3cr3tRedisPw"),
+    ("Authorization: token 9f8e7d6c5b4a39281706", "auth-header", "9f8e7d6c5b4a39281706"),
+    ("-H 'X-Api-Key: Qm9vbGVhbkZhbHNl'", "auth-header", "Qm9vbGVhbkZhbHNl"),
+    ("mysql -u root -pS3cretPass db", "mysql-password", "S3cretPass"),
+    ('{"password": 83749201}', "env-secret", "83749201"),
+    (f"env {base64.b64encode(b'DB_PASSWORD=hunter2hunter2').decode()}", "base64-secret",
+     base64.b64encode(b"DB_PASSWORD=hunter2hunter2").decode()),
 ]
 
 NEGATIVES = [
@@ -107,7 +120,7 @@ def test_value_keeps_names_and_structure() -> None:
     assert redact_value(value) == {
         "arguments": '{"cmd": "curl -u x https://u:[REDACTED:url-password]@h/"}',
         "list": ["a", 1, None, True],
-        "AKIAIOSFODNN7EXAMPLE": "[REDACTED:aws-access-key]",
+        "[REDACTED:aws-access-key]": "[REDACTED:aws-access-key]",  # a key holding a secret too
     }
 
 
@@ -147,7 +160,11 @@ def test_secret_paths_name_where_never_what() -> None:
 
 
 @pytest.mark.parametrize("text", ["a." * 200_000, "x://" * 100_000, "password" * 50_000, '"' * 200_000,
-                                  "-----BEGIN PRIVATE KEY-----" * 10_000, "aws secret = " * 30_000])
+                                  "-----BEGIN PRIVATE KEY-----" * 10_000, "aws secret = " * 30_000,
+                                  "QUFB" * 250_000, "cGFzc3dvcmQ9" * 20_000 + "!", "mysql " * 40_000 + "-p",
+                                  "X-Api-Key:" * 30_000, "a-" * 100_000 + "token: 12345678",
+                                  "://:" * 50_000 + "@", "Authorization: " * 20_000 + "1",
+                                  "Authorization:" * 30_000])
 def test_hostile_text_is_scanned_in_linear_time(text: str) -> None:
     started = time.process_time()
     redact_text(text)
@@ -180,10 +197,59 @@ FRAGMENTS = st.sampled_from(["DB_", "PASSWORD", "api_key", "token", "=", ": ", '
                              "aws", "secret", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "hint", "$",
                              "AIza", "sk_live_", "xoxb-", "Authorization: Basic ", "dXNlcjpodW50ZXIy", "https://",
                              "hooks.slack.com/services/", "whsec_", "github_pat_", "ASIA", "api-key", "Token",
-                             "0123456789abcdefghijABCDEFGHIJ012345", "-----END ", "\t- "])
+                             "0123456789abcdefghijABCDEFGHIJ012345", "-----END ", "\t- ", "glpat-", "hf_",
+                             "npm_", "mysql", " -p", "'", "X-Api-Key", "Authorization: token ", "redis://:",
+                             "/", '"password": ', "83749201", "REJfUEFTU1dPUkQ9aHVudGVy", "aHVudGVyMg==",
+                             "UEFTU1dPUkQ9", "ZWNyZXQ9"])
 
 
 @settings(max_examples=500)
 @given(st.lists(FRAGMENTS, max_size=30).map("".join))
 def test_the_quick_anchor_tests_never_hide_a_secret(text: str) -> None:
     assert find_secrets(text) == scan(text, every=True)
+
+
+@pytest.mark.parametrize(("name", "text", "secret"), SHAPES, ids=[name for name, _, _ in SHAPES])
+def test_every_shape_of_the_corpus_is_redacted(name: str, text: str, secret: str) -> None:
+    redacted = redact_text(text)
+    assert secret not in redacted, redacted
+    assert find_secrets(text) == scan(text, every=True)
+    assert redact_text(redacted) == redacted
+
+
+@pytest.mark.parametrize("text", BENIGN)
+def test_the_benign_corpus_is_left_alone(text: str) -> None:
+    assert find_secrets(text) == [], find_secrets(text)
+
+
+def test_numbers_under_secret_names_are_redacted_in_values() -> None:
+    value = {"db": {"password": 83749201, "port": 5432, "pin_code": 1234, "token_count": 7, "secret": 1.5,
+                    "api_key": True}}
+    placed = "[REDACTED:env-secret]"
+    assert redact_value(value) == {"db": {"password": placed, "port": 5432, "pin_code": 1234,
+                                          "token_count": 7, "secret": placed, "api_key": True}}
+    assert sorted(secret_paths(value)) == [("data.db.password", "env-secret"),
+                                           ("data.db.secret", "env-secret")]
+
+
+def test_a_secret_used_as_a_key_is_redacted_and_never_named_in_a_path() -> None:
+    key = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
+    value = {"tokens": {key: "owner", "AKIAIOSFODNN7EXAMPLE": 1, "AKIAIOSFODNN7EXAMPLF": 2, "plain": 3}}
+    out = redact_value(value)
+    assert key not in str(out) and "AKIAIOSFODNN7EXAMP" not in str(out)
+    assert out["tokens"]["plain"] == 3 and len(out["tokens"]) == 4  # two redacted keys do not collide
+    assert out["tokens"]["[REDACTED:github-token]"] == "owner"
+    paths = list(secret_paths(value))
+    assert len(paths) == 3 and not any(key in path or "AKIA" in path for path, _ in paths)
+    assert redact_value(out) == out
+
+
+ANCHORS = redact._ANCHORS
+ANCHOR_TEXT = st.lists(st.sampled_from([*ANCHORS, *(anchor[:-1] for anchor in ANCHORS), "x", " ", "-", "_"]),
+                       max_size=12).map("".join)
+
+
+@settings(max_examples=500)
+@given(ANCHOR_TEXT)
+def test_the_anchor_regex_finds_exactly_the_anchors(text: str) -> None:
+    assert (redact._ANCHOR.search(text) is not None) == any(anchor in text for anchor in ANCHORS)

@@ -36,7 +36,7 @@ from agentlog.core.request_header import fold_request_header
 from agentlog.core.surface import Replacement, fold_surface
 from agentlog.errors import AgentlogError, InvariantError
 from agentlog.io.exporters.jsonl import delta_streams
-from agentlog.ops.redact import find_secrets, secret_paths
+from agentlog.ops.redact import find_secrets, redact_text, secret_paths
 from agentlog.store.records import Recovery
 
 __all__ = ["compaction", "fork_lineage", "order", "restore_drift", "secrets", "tool_results", "turns"]
@@ -147,12 +147,13 @@ def _tool_names(tools: Any) -> dict[str, str]:
 def restore_drift(header: SessionHeader, events: Sequence[Event], env: Environment) -> AuditCheck:
     """The recorded cwd, git state, model route, preset and tools against the environment now."""
     items: list[AuditItem] = []
-    if header.cwd is None:
+    cwd = redact_text(header.cwd) if header.cwd is not None else None  # a report never shows a secret
+    if cwd is None:
         items.append(AuditItem("no working directory recorded"))
     elif env.cwd_exists is False:
-        items.append(AuditItem(f"working directory {header.cwd} no longer exists", True, path="header.cwd"))
+        items.append(AuditItem(f"working directory {cwd} no longer exists", True, path="header.cwd"))
     else:
-        items.append(AuditItem(f"working directory {header.cwd} exists"))
+        items.append(AuditItem(f"working directory {cwd} exists"))
     git = recorded_git(header)
     if git is not None:
         if env.git_error is not None or env.git_head is None:
@@ -177,7 +178,7 @@ def restore_drift(header: SessionHeader, events: Sequence[Event], env: Environme
     if header.agent_preset is not None or env.preset is not None:
         differs = env.preset is not None and env.preset != header.agent_preset
         now = f", now {env.preset}" if differs else ""
-        text = f"agent preset {header.agent_preset}{now}"
+        text = f"agent preset {redact_text(str(header.agent_preset))}{now}"
         items.append(AuditItem(text, differs, path="header.agentPreset"))
     recorded = _tool_names(_get(request, "tools"))
     if env.tools is None:

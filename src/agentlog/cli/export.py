@@ -69,7 +69,8 @@ def refuse_store_paths(store: Store, header: SessionHeader, output: Path) -> Non
 @click.option("--log", "view", flag_value="log",
               help="The whole human transcript (default for markdown and html).")
 @click.option("--redact", is_flag=True,
-              help="Replace secrets (API keys, tokens, private keys, passwords) with [REDACTED:kind].")
+              help="Replace secrets (API keys, tokens, private keys, passwords) with [REDACTED:kind], "
+                   "in the content and in the session header.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to this file (replaced whole) instead of stdout.")
 @click.option("--json", "as_json", is_flag=True,

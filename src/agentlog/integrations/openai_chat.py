@@ -3,7 +3,9 @@
 ``record_chat_stream(step, stream)`` passes each SDK chunk on unchanged while logging text,
 ``reasoning_content``, tool-call deltas, usage and the finish reason, then the assembled
 ``assistant/message``; ``record_chat_completion`` does the same for a non-streamed reply.
-Provider errors are re-raised carrying an agentlog ``llm_failure``. ``chat_stream`` opens a
+Provider errors are re-raised carrying an agentlog ``llm_failure``; so is a stream that ends
+without a finish reason (``IncompleteStreamError``: cut short, though its body closed cleanly).
+``chat_stream`` opens a
 streamed request built from the log (``agentlog.integrations.openai_messages``, re-exported here)
 and retries it in the same step when the compactor recovered from a context overflow.
 """
@@ -44,6 +46,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = [
     "CONTENT_FILTER_CODE",
     "CONTEXT_OVERFLOW_CODE",
+    "IncompleteStreamError",
     "achat_stream",
     "arecord_chat_stream",
     "chat_error",
@@ -108,15 +111,29 @@ def chat_error(exc: BaseException) -> BaseException:
     return exc
 
 
+class IncompleteStreamError(openai.APIConnectionError):
+    """A stream that ended without a finish reason (no ``[DONE]``): the reply was cut short.
+
+    A connection error, as a dropped one is (code ``CONNECTION_ERROR``): a proxy or server that
+    closes the body cleanly mid-reply leaves the SDK nothing to raise.
+    """
+
+    def __init__(self, request: Any) -> None:
+        super().__init__(request=request,
+                         message="the stream ended without a finish reason (no [DONE]): the reply is cut")
+
+
 # -- recording -----------------------------------------------------------------------------------
 
 
 class _ChatStream(StepRecording):
     """The mapping of one completion's chunks onto a step (choice 0 only)."""
 
-    def __init__(self, step: Step, provider: str | None, model: str | None) -> None:
+    def __init__(self, step: Step, provider: str | None, model: str | None, stream: object) -> None:
         super().__init__(step, provider, model)
         self._ids: dict[int, str] = {}  # tool-call index -> call id
+        self._finished = False
+        self._request = getattr(getattr(stream, "response", None), "request", None)  # the SDK stream's
 
     def feed(self, chunk: ChatCompletionChunk) -> None:
         step = self.step
@@ -152,7 +169,13 @@ class _ChatStream(StepRecording):
             return  # an empty delta adds nothing
         self.step.tool_call_delta(known, name or None, args)
 
+    def done(self) -> None:
+        if not self._finished:
+            raise chat_error(IncompleteStreamError(self._request))
+        super().done()
+
     def finish(self, reason: str) -> None:
+        self._finished = True
         mapped = _FINISH.get(reason)
         if mapped is None:
             mapped = frozen_dict({"kind": "stop", "providerReason": reason})
@@ -169,18 +192,19 @@ def record_chat_stream(step: Step, stream: Iterable[ChatCompletionChunk], *, pro
     """Yield every chunk of ``stream`` unchanged while logging it into ``step``.
 
     At the end of the stream the ``assistant/message`` is logged (provider and model default
-    to the request header's); a provider error is re-raised as ``chat_error(exc)``; stopping
+    to the request header's); a provider error is re-raised as ``chat_error(exc)``, and a stream
+    that ends without a finish reason raises ``IncompleteStreamError`` (the turn ends ``error``); stopping
     early keeps the streamed prefix as an interrupted message. Ask for usage with
     ``stream_options={"include_usage": True}``.
     """
-    return relay(_ChatStream(step, provider, model), stream, chat_error, Exception)
+    return relay(_ChatStream(step, provider, model, stream), stream, chat_error, Exception)
 
 
 def arecord_chat_stream(step: Step, stream: AsyncIterable[ChatCompletionChunk], *,
                         provider: str | None = None,
                         model: str | None = None) -> AsyncIterator[ChatCompletionChunk]:
     """``record_chat_stream`` for ``AsyncOpenAI`` streams (``async for``)."""
-    return arelay(_ChatStream(step, provider, model), stream, chat_error, Exception)
+    return arelay(_ChatStream(step, provider, model, stream), stream, chat_error, Exception)
 
 
 def record_chat_completion(step: Step, completion: ChatCompletion, *, provider: str | None = None,

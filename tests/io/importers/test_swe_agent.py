@@ -26,7 +26,10 @@ def test_every_real_trajectory_imports_as_one_turn(fmt: str, relative: str) -> N
     assert types.count("turn/start") == 1
     calls, results = types.count("tool/call"), types.count("tool/result")
     assert calls == types.count("assistant/message")  # every reply acted
-    assert calls - results <= 1  # only the submitting action may lack an observation
+    if fmt == "swe-agent":
+        assert calls == results  # the submitting action too: its observation is in "trajectory"
+    else:
+        assert calls - results <= 1  # the submitting call is answered by the "exit" message
     assert ImportedOrigin(imported).format == fmt
     assert session.request_header() is not None and session.request_header()["system"]
 
@@ -57,3 +60,20 @@ def test_golden_small_mini_swe_agent_tool_calls() -> None:
     assert message["usage"] == {"inputTokens": 40, "outputTokens": 10, "cacheReadTokens": 60}
     assert imported.header.created_at == 1780680347500
     assert_golden(sessions, "mini-swe-agent-small")
+
+
+def test_the_final_submit_keeps_its_observation() -> None:
+    # SWE-agent writes the observation of the action that ends the run only into "trajectory":
+    # the CTF demonstration's 14 actions must give 14 results, the last one the flag submit printed
+    path = shared_data_dir() / "transcripts-more/swe-agent/SWE-agent__SWE-agent/trajectories"
+    path = path / "demonstrations" / "ctf" / "crypto" / "eps.traj"
+    (imported,) = import_file("swe-agent", path)
+    checked(imported)
+    types = [event.type for event in imported.events]
+    assert types.count("tool/call") == types.count("tool/result") == 14
+    last = [event.data for event in imported.events if event.type == "tool/result"][-1]
+    (block,) = last["message"]["content"]
+    flag = "\nflag{People always make the best exploits.}\n"
+    assert list(block["content"]) == [{"type": "text", "text": flag}]
+    assert last["message"]["source"]["callId"] == [e.data for e in imported.events
+                                                   if e.type == "tool/call"][-1]["callId"]

@@ -74,7 +74,7 @@ def _message(number: int, message: Any) -> str:
 def html(source: ExportSource) -> bytes:
     """The transcript as one HTML page."""
     view = source.view or "log"
-    header = source.header
+    header = source.shown_header()
     messages = source.finish(source.messages("log"))
     request = source.request_header()
     system = source.finish(request.get("system")) if request is not None else None

@@ -2,9 +2,10 @@
 
 The header line and the stored events encoded as the JSONL store writes them (a fork's
 inherited prefix included, as ``materialize`` would write it), so the file loads in agentlog's
-JSONL store and in DSH. With redaction every string of every event is redacted; a secret that
-was streamed in pieces across ``assistant/chunk`` deltas is found in the joined stream and its
-placeholder put in the chunk where it began. Views do not apply: this is the log itself.
+JSONL store and in DSH. With redaction the header (but its identity) and every string and key of
+every event are redacted; a secret that was streamed in pieces across ``assistant/chunk`` deltas
+is found in the joined stream and its placeholder put in the chunk where it began.
+Views do not apply: this is the log itself.
 """
 
 from __future__ import annotations
@@ -102,4 +103,5 @@ def jsonl(source: ExportSource) -> bytes:
         raise UsageError("the jsonl export is the whole log: --surface/--log do not apply",
                          session_id=source.header.id)
     events = redact_events(source.events) if source.redact else source.events
-    return encode_header_line(public_header(source.header)) + (encode_batch(events) if events else b"")
+    header = encode_header_line(public_header(source.shown_header()))
+    return header + (encode_batch(events) if events else b"")

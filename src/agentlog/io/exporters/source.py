@@ -16,7 +16,7 @@ from agentlog.core.jsonvalue import dumps
 from agentlog.core.messages import transcript
 from agentlog.core.session import Session
 from agentlog.errors import UsageError
-from agentlog.ops.redact import redact_value
+from agentlog.ops.redact import redact_header, redact_value
 
 __all__ = ["VIEWS", "ExportSource", "View", "label", "parts"]
 
@@ -55,6 +55,10 @@ class ExportSource:
     def request_header(self) -> Any:
         """The latest request header (system prompt, tools, model route), or None."""
         return self.session().request_header()
+
+    def shown_header(self) -> SessionHeader:
+        """The header as exports show it; redacted when asked: cwd and extras (importers' metadata)."""
+        return redact_header(self.header) if self.redact else self.header
 
     def finish(self, value: Any) -> Any:
         """``value`` redacted (a plain copy) when asked, else as it is: every export passes through here."""

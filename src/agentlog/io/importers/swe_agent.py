@@ -3,7 +3,8 @@
 Function-calling runs keep their ``tool_calls``/``tool`` pairs; text-action runs get a
 ``tool-call`` block named ``action`` holding the reply's ``action`` text, answered by the
 observation that follows it. ``trajectory`` repeats the history step by step (with the
-environment ``state``) and is counted, not kept; ``replay_config`` gives the model name.
+environment ``state``) and is counted, not kept, except for the observation of the action that
+ended the run (``submit``), which only it holds; ``replay_config`` gives the model name.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import orjson
 
 from agentlog.core.header import SessionHeader
 from agentlog.core.jsonvalue import freeze
-from agentlog.io.importers.builder import Imported, LogBuilder
+from agentlog.io.importers.builder import Imported, LogBuilder, text_blocks
 from agentlog.io.importers.openai_chat import content_id
 from agentlog.io.importers.source import SourceFile, json_document
 from agentlog.io.importers.trajectory import Trajectory
@@ -44,6 +45,21 @@ def _action(message: dict[str, Any]) -> tuple[str, str] | None:
     return "action", orjson.dumps({"action": action}).decode()
 
 
+def _final_observation(document: dict[str, Any], trajectory: Trajectory) -> None:
+    """Answer the last action with the last trajectory step's observation: the run ended on that
+    action (``submit``), so the history never got its observation."""
+    steps = document.get("trajectory")
+    last = steps[-1] if isinstance(steps, list) and steps else None
+    if trajectory.pending is None or not isinstance(last, dict):
+        return
+    reply = next(message for message in reversed(document["history"])
+                 if isinstance(message, dict) and message.get("role") == "assistant")
+    observation = last.get("observation")
+    if isinstance(observation, str) and last.get("action") == reply.get("action"):
+        trajectory.builder.tool_result(trajectory.pending, text_blocks(observation), id="trajectory-last")
+        trajectory.pending = None
+
+
 def import_swe_agent(source: SourceFile) -> list[Imported]:
     """The session of one SWE-agent trajectory."""
     document = json_document(source, EXPECTED)
@@ -53,6 +69,7 @@ def import_swe_agent(source: SourceFile) -> list[Imported]:
     trajectory = Trajectory(source, builder, "swe-agent", _model(document), _action, _KNOWN)
     for index, message in enumerate(document["history"]):
         trajectory.message(index, message)
+    _final_observation(document, trajectory)
     if isinstance(document.get("trajectory"), list) and document["trajectory"]:
         builder.note("trajectory steps (repeat the history, with the environment state)",
                      len(document["trajectory"]))
