@@ -24,7 +24,6 @@ from agentlog.core.header import SessionHeader
 from agentlog.core.jsonvalue import frozen_dict
 from agentlog.core.packed import LogEntry
 from agentlog.errors import AgentlogError, SessionCorruptionError, SessionNotFoundError, UsageError
-from agentlog.store.base import Store
 from agentlog.store.filelock import discard_lock_file, flock_holder
 from agentlog.store.fs import FileSystem, io_error
 from agentlog.store.hooks import _State
@@ -36,6 +35,7 @@ from agentlog.store.jsonl.format import (
     first_stored_seq,
     scan_zstd_frames,
 )
+from agentlog.store.jsonl.leftovers import JsonlLeftovers
 
 __all__ = ["FORKS_DIR", "JsonlForks", "Transcript", "is_shared", "public_header"]
 
@@ -74,7 +74,7 @@ class Transcript:
         return until_seq is not None and first_stored_seq(self.stored_header) + len(self.events) >= until_seq
 
 
-class JsonlForks(Store):
+class JsonlForks(JsonlLeftovers):
     """Forks by reference, fork-aware deletion and ``materialize`` of the JSONL store."""
 
     _fs: FileSystem
