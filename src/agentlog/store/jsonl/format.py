@@ -222,14 +222,21 @@ def _header_frame(data: bytes, span: tuple[int, int], path: str,
     return plaintext
 
 
+_PAGE: Final = 4096
+"""The granularity in which a file system loses an append's data (delayed allocation)."""
+
+
 def _zero_filled_end(data: bytes, span: tuple[int, int]) -> int | None:
-    """Where the zero run ending the file begins, when it ends the frame at ``span`` and covers
-    at least its checksum: what delayed allocation leaves of a frame whose last pages never came."""
+    """Where the zero run ending the file begins, when it ends the frame at ``span`` and is what
+    delayed allocation leaves of a frame whose last pages never came: a run that covers at least
+    the checksum or holds a page boundary (not one chance zero byte at a damaged frame's end)."""
     start, end = span
-    if end != len(data) or data[end - 4:end] != b"\0\0\0\0":
+    if end != len(data) or data[end - 1] != 0:
         return None
-    zeros = len(data) - len(data[start:end].rstrip(b"\0"))
-    return end - zeros
+    zero_start = start + len(data[start:end].rstrip(b"\0"))
+    if end - zero_start >= 4 or (end - 1) // _PAGE * _PAGE >= zero_start:
+        return zero_start
+    return None
 
 
 def _feed_frame(scanner: LineScanner, data: bytes, span: tuple[int, int], path: str,
