@@ -31,7 +31,8 @@ def test_repair_commits_and_then_verify_is_clean(store_url: str) -> None:
     assert "repaired" in done.stdout and "interrupted turn 1" in done.stdout
     assert run(store_url, "verify", "c").returncode == 0
     again = invoke(store_url, "repair", "c", "--json")
-    assert json.loads(again.stdout) == {"id": "c", "dryRun": False, "repaired": False, "recovery": None}
+    assert json.loads(again.stdout) == {"id": "c", "dryRun": False, "repaired": False, "recovery": None,
+                                         "tornCopy": None}
     with open_store(store_url) as store:
         events = store.read_from("c", 0).events
     assert events[-1].type == "turn/end" and events[-1].data["reason"]["kind"] == "interrupted"

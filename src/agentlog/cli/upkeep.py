@@ -24,24 +24,40 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("session_id")
 @click.option("--dry-run", is_flag=True, help="Show the repair and write nothing.")
+@click.option("--salvage", is_flag=True,
+              help="For damage in the middle of a JSONL transcript: copy what is still readable and "
+                   "consistent into a new session, saying exactly what was lost (the original is only read).")
+@click.option("--into", "into", metavar="NEW_ID", default=None,
+              help="The salvaged session's id (with --salvage; default: ID-salvaged).")
 @json_option
 @click.pass_obj
 @handled
-def repair(state: State, session_id: str, dry_run: bool, as_json: bool) -> None:
+def repair(state: State, session_id: str, dry_run: bool, salvage: bool, into: str | None,
+           as_json: bool) -> None:
     """Commit the crash repair a load would do: truncate a torn tail, close an interrupted turn.
 
     The repair is shown first (as verify shows it), then written under the session's writer
-    lock; refused while another process writes the session.
+    lock; refused while another process writes the session. A JSONL transcript's cut bytes are
+    kept beside it in <transcript>.torn-at-<offset>. Damage in the middle of a log is refused:
+    --salvage then writes what can still be read into a new session (docs/crash-artifacts.md).
     """
+    if salvage or into is not None:
+        if not salvage:
+            raise click.UsageError("--into needs --salvage")
+        _salvage(state, session_id, into or f"{session_id}-salvaged", dry_run, as_json)
+        return
+    kept = None
     with state.store(create=not dry_run) as store:
         inspection = store.inspect(session_id)
         where = store.locate(inspection.header)
         recovery = inspection.recovery
         if recovery is not None and not dry_run:
             store.load(session_id)  # re-reads under the writer lock and commits what it finds
+            kept = store.kept_tail(session_id)
     if as_json:
         print_json({"id": session_id, "dryRun": dry_run, "repaired": recovery is not None and not dry_run,
-                    "recovery": None if recovery is None else recovery_json(recovery, where)})
+                    "recovery": None if recovery is None else recovery_json(recovery, where),
+                    "tornCopy": kept})
         return
     if recovery is None:
         console.print(f"{visible(session_id)}: nothing to repair (intact, no open turn)")
@@ -49,8 +65,47 @@ def repair(state: State, session_id: str, dry_run: bool, as_json: bool) -> None:
     console.print(f"{visible(session_id)}: {'would repair' if dry_run else 'repaired'}")
     for line in recovery_lines(recovery, where):
         console.print(f"  {visible(line)}")
+    if kept is not None:
+        console.print(f"  cut bytes kept in {visible(kept)}")
     if dry_run:
         console.print(f"nothing written; run: agentlog repair {visible(session_id)}")
+
+
+def _salvage(state: State, session_id: str, into: str, dry_run: bool, as_json: bool) -> None:
+    """``repair --salvage``: the readable, consistent part of a damaged transcript as a new session."""
+    from agentlog.store.jsonl.salvage import salvage_into
+    from agentlog.store.jsonl.store import JsonlStore
+
+    with state.store(create=not dry_run) as store:
+        if not isinstance(store, JsonlStore):
+            raise UsageError(f"--salvage reads JSONL transcripts; the {store.name} store keeps no "
+                             "transcript to read past damage", session_id=session_id)
+        done = salvage_into(store, session_id, into, dry_run=dry_run)
+    found = done.salvage
+    if as_json:
+        print_json({"id": session_id, "into": into, "dryRun": dry_run, "written": done.written,
+                    "events": len(done.events), "closers": len(done.closers), "missingFrom": found.gap_at,
+                    "lost": [{"offset": loss.offset, "bytes": loss.size, "what": loss.what}
+                             for loss in found.lost],
+                    "dropped": [{"offset": drop.offset, "firstSeq": drop.first_seq, "lastSeq": drop.last_seq}
+                                for drop in found.dropped], "invalid": done.invalid})
+        return
+    span = f" (seq 0..{len(done.events) - 1})" if done.events else ""
+    verb = "would salvage" if dry_run else "salvaged" if done.written else "nothing to salvage:"
+    console.print(f"{visible(session_id)}: {verb} {len(done.events)} events{span}"
+                  + (f" into {visible(into)}" if done.events else "")
+                  + f"; {visible(session_id)} is left as it was")
+    for loss in found.lost:
+        console.print(f"  lost: {loss.size} bytes at byte {loss.offset} ({visible(loss.what)})")
+    for drop in found.dropped:
+        console.print(f"  dropped: seq {drop.first_seq}..{drop.last_seq} at byte {drop.offset} "
+                      f"(readable, but seq {found.gap_at} is missing before it)")
+    if done.invalid:
+        console.print(f"  cut where the restore rules refuse: {visible(done.invalid)}")
+    if done.closers:
+        console.print(f"  the interrupted turn is closed by {len(done.closers)} synthetic events")
+    if not found.lost and not found.dropped and not done.invalid:
+        console.print("  nothing was lost")
 
 
 @click.command()

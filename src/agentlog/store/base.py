@@ -262,6 +262,11 @@ class Store(StoreHooks):
         self._check_open()
         return self._listing()
 
+    def kept_tail(self, session_id: str) -> str | None:
+        """The side file where this store's last repair of the session kept the bytes it cut
+        (file backends: ``<transcript>.torn-at-<offset>``), or None."""
+        return None
+
     def read_raw(self, session_id: str) -> RawArtifact | None:
         """The durable artifact as written, for backends that keep one (JSONL)."""
         self._check_open()

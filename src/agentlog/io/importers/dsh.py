@@ -19,7 +19,7 @@ from agentlog.errors import AgentlogError
 from agentlog.io.importers.builder import Imported
 from agentlog.io.importers.dsh_sqlite import SQLITE_MAGIC, import_dsh_sqlite
 from agentlog.io.importers.source import SourceFile
-from agentlog.store.jsonl.format import decode_complete_frames, first_stored_seq, scan_log
+from agentlog.store.jsonl.format import first_stored_seq, read_first_line, scan_log
 from agentlog.store.jsonl.zstd_frames import ZSTD_MAGIC
 
 __all__ = ["import_dsh"]
@@ -34,7 +34,7 @@ def _first_line(source: SourceFile, compressed: bool) -> bytes:
     if not compressed:
         return source.data.split(b"\n", 1)[0]
     try:
-        return decode_complete_frames(source.data, path=source.path).split(b"\n", 1)[0]
+        return read_first_line(source.data, path=source.path)
     except AgentlogError:
         return b""
 

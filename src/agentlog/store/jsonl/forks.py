@@ -30,7 +30,6 @@ from agentlog.errors import (
     StoreError,
     UsageError,
 )
-from agentlog.store.base import Store
 from agentlog.store.filelock import discard_lock_file, flock_holder
 from agentlog.store.fs import FileSystem, io_error
 from agentlog.store.hooks import _State
@@ -42,6 +41,7 @@ from agentlog.store.jsonl.format import (
     first_stored_seq,
     scan_zstd_frames,
 )
+from agentlog.store.jsonl.leftovers import JsonlLeftovers
 from agentlog.store.jsonl.links import refuse_links
 
 __all__ = ["FORKS_DIR", "JsonlForks", "Transcript", "is_shared", "public_header"]
@@ -81,7 +81,7 @@ class Transcript:
         return until_seq is not None and first_stored_seq(self.stored_header) + len(self.events) >= until_seq
 
 
-class JsonlForks(Store):
+class JsonlForks(JsonlLeftovers):
     """Forks by reference, fork-aware deletion and ``materialize`` of the JSONL store."""
 
     _fs: FileSystem

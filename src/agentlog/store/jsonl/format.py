@@ -9,28 +9,29 @@ prefix and tells a tolerable torn tail from corruption of the committed region.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from typing import Any, Final, NoReturn
+from typing import Final, NoReturn
 
 import zstandard
 
-from agentlog.core.events import TURN_END, Event
+from agentlog.core.events import Event
 from agentlog.core.header import SessionHeader
-from agentlog.core.jsonvalue import loads
-from agentlog.core.packed import ChunkRun, LogEntry, resolve_entries
-from agentlog.core.storable import STORED_EVENT_TYPES
-from agentlog.errors import AgentlogError, SessionCorruptionError, SessionFormatUnsupportedError
+from agentlog.core.packed import LogEntry, resolve_entries
+from agentlog.errors import (
+    AgentlogError,
+    InvalidEventError,
+    SessionCorruptionError,
+    SessionFormatUnsupportedError,
+)
 from agentlog.store import codec
 from agentlog.store.jsonl.header import (
     SHARED_PREFIX_KEY,
     encode_header_line,
-    js_text,
     parse_header_line,
     try_parse_header_line,
 )
+from agentlog.store.jsonl.lines import MARK_STEP, LineIssue, LineScanner
 from agentlog.store.jsonl.paths import (
     NO_CWD_PROJECT,
     TRANSCRIPT_RAW,
@@ -40,15 +41,20 @@ from agentlog.store.jsonl.paths import (
     project_key,
 )
 from agentlog.store.jsonl.zstd_frames import (
+    MAX_RECORD_BYTES,
     FrameScan,
     FrameWalker,
+    bounded_decompressor,
     compress_frame,
     decode_frame,
     decode_torn_frame,
+    frame_pieces,
     scan_zstd_frames,
+    too_long,
 )
 
 __all__ = [
+    "MARK_STEP",
     "NO_CWD_PROJECT",
     "SHARED_PREFIX_KEY",
     "TRANSCRIPT_RAW",
@@ -59,6 +65,7 @@ __all__ = [
     "compress_frame",
     "decode_complete_frames",
     "decode_frame",
+    "check_record_lengths",
     "decode_session_id",
     "decode_torn_frame",
     "encode_batch",
@@ -67,6 +74,7 @@ __all__ = [
     "first_stored_seq",
     "parse_header_line",
     "project_key",
+    "read_first_line",
     "read_header_prefix",
     "scan_log",
     "scan_suffix",
@@ -83,6 +91,20 @@ _CORRUPT_ZSTD: Final = "corrupt Zstandard session log"
 def encode_batch(events: Sequence[Event], *, pack: bool = True) -> bytes:
     """The JSONL bytes of one durable batch (chunk runs packed unless ``pack=False``); ``b""`` if empty."""
     return codec.encode_batch(events, pack=pack)
+
+
+def check_record_lengths(plain: bytes, first_seq: int | None) -> bytes:
+    """``plain`` when none of its lines exceeds ``MAX_RECORD_BYTES`` (what a zstd reader accepts);
+    else ``InvalidEventError`` naming the batch's first seq (None: the header line)."""
+    if len(plain) <= MAX_RECORD_BYTES:
+        return plain
+    longest = max(map(len, plain.split(b"\n"))) + 1
+    if longest > MAX_RECORD_BYTES:
+        what = "the session header" if first_seq is None else f"an event of the batch from seq {first_seq}"
+        raise InvalidEventError(
+            f"{what} encodes to a {longest}-byte line, over the {MAX_RECORD_BYTES}-byte cap of a zstd "
+            "transcript's records (store it outside the log, or use ?compression=none)", seq=first_seq)
+    return plain
 
 
 # -- scanning ---------------------------------------------------------------------------------
@@ -122,177 +144,7 @@ class LogScan:
     committed region: what rebuilds a stale seek index (``jsonl_seek``)."""
 
 
-class _Issue(Exception):  # noqa: N818 - internal; converted before it leaves the module
-    """The first defect after which events stop being accepted."""
-
-    def __init__(self, detail: str, offset: int) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.offset = offset
-
-
-class _LineScanner:
-    """The §4.7 line rules over the bytes after the header, fed in pieces (lines may span them).
-
-    The first unparsable line or seq gap stops acceptance; later lines are decoded only to look
-    for ``turn/end``, whose presence turns that defect into corruption of the committed region.
-    """
-
-    __slots__ = ("committed", "events", "first_seq", "fragment", "fragment_where", "input_bytes", "issue",
-                 "last_where", "line_no", "marks", "next_mark", "path", "unknown")
-
-    def __init__(self, header_bytes: int, path: str, first_seq: int = 0) -> None:
-        self.first_seq = first_seq
-        self.events: list[LogEntry] = []  # a packed row fills its slots with one shared ChunkRun
-        self.unknown: Event | None = None
-        self.issue: _Issue | None = None
-        self.line_no = 1
-        self.input_bytes = header_bytes
-        self.committed = header_bytes
-        self.fragment: list[bytes] = []  # pieces of a line spanning writes, joined once it ends
-        self.fragment_where = header_bytes
-        self.path = path
-        self.marks: list[tuple[int, int]] = []
-        self.last_where = -1
-        self.next_mark = 0
-
-    def write(self, chunk: bytes, frame_start: int | None = None) -> None:
-        """Consume the next bytes; ``frame_start`` names their zstd frame (raw: None)."""
-        start = self.input_bytes
-        self.input_bytes += len(chunk)
-        parts = chunk.split(b"\n")
-        tail = parts.pop()
-        for part in parts:
-            end = start + len(part) + 1
-            if self.fragment:
-                self.fragment.append(part)
-                line, where = b"".join(self.fragment), self.fragment_where
-                self.fragment = []
-            else:
-                line, where = part, start if frame_start is None else frame_start
-            self._consume(line, end, where)
-            start = end
-        if tail:
-            if not self.fragment:
-                self.fragment_where = start if frame_start is None else frame_start
-            self.fragment.append(tail)
-
-    def _consume(self, line: bytes, end: int, where: int) -> None:
-        self.line_no += 1
-        if self.issue is not None:
-            if b"turn/end" in line and _holds_turn_end(line):
-                raise self.issue
-            return
-        try:
-            entry = codec.decode_line_entry(line)
-        except AgentlogError:
-            self._undecodable(line, where)
-            return
-        events = self.events
-        expected = self.first_seq + len(events)
-        if isinstance(entry, ChunkRun):  # members are numbered seq0, seq0+1, ...
-            if entry.seq0 != expected:
-                self._gap(entry.events(), expected, where)
-                return
-            events.extend(repeat(entry, entry.count))
-        elif entry[1] != expected:
-            self._gap([entry], expected, where)
-            return
-        else:
-            events.append(entry)
-            if entry[0] not in STORED_EVENT_TYPES and not entry[6] and self.unknown is None:
-                self.unknown = entry
-        if where != self.last_where:  # the first line read at a new line or frame start
-            self.last_where = where
-            if where >= self.next_mark:
-                self.marks.append((expected, where))
-                self.next_mark = where + MARK_STEP
-        self.committed = end
-
-    def marks_before(self, end: int) -> tuple[tuple[int, int], ...]:
-        """The marks of the region before byte ``end`` (a torn tail's are left out)."""
-        return tuple(mark for mark in self.marks if mark[1] < end)
-
-    def _gap(self, decoded: list[Event], expected: int, where: int) -> None:
-        """Latch a seq gap; it is corruption at once when the offending row holds a ``turn/end``."""
-        offset, got = next((offset, event[1]) for offset, event in enumerate(decoded)
-                           if event[1] != expected + offset)
-        self.issue = _Issue(
-            f"{_CORRUPT}: seq gap in committed region at line {self.line_no} "
-            f"(expected {expected + offset}, got {got})", where,
-        )
-        if any(event[0] == TURN_END for event in decoded):
-            raise self.issue
-
-    def _undecodable(self, line: bytes, where: int) -> None:
-        """Classify a line the codec refused: torn/garbled, unrepresentable, or an invalid event."""
-        try:
-            value = loads(line)
-        except ValueError:  # orjson.JSONDecodeError included
-            if _is_javascript_json(line):
-                raise SessionFormatUnsupportedError(
-                    f"line {self.line_no} is valid JSON that agentlog cannot represent losslessly "
-                    f"(a lone surrogate or an out-of-range number) (raw log: {self.path})",
-                    file=self.path, offset=where,
-                ) from None
-            self.issue = _Issue(f"{_CORRUPT}: unparsable committed event at line {self.line_no}", where)
-            return
-        tag = value.get("type") if type(value) is dict else None
-        if type(tag) is str and tag in codec.ROW_TAGS:
-            self.issue = _Issue(
-                f"{_CORRUPT}: unparsable committed event at line {self.line_no} (malformed "
-                f"{tag} storage row)", where,
-            )
-            return
-        seq = value.get("seq") if type(value) is dict else None
-        if seq == self.first_seq + len(self.events) and type(seq) is not bool:
-            # DSH would accept this record and then fail restore validation: unloadable either way.
-            try:
-                codec.decode_storage_record(value)
-            except AgentlogError as exc:
-                raise SessionCorruptionError(
-                    f"{_CORRUPT}: invalid committed event at line {self.line_no}: {exc}",
-                    file=self.path, offset=where,
-                ) from None
-        self.issue = _Issue(
-            f"{_CORRUPT}: seq gap in committed region at line {self.line_no} "
-            f"(expected {self.first_seq + len(self.events)}, got {js_text(seq)})", where,
-        )
-        if type(value) is dict and value.get("type") == TURN_END:
-            raise self.issue
-
-    def uncommitted_where(self) -> int:
-        """Where the first bytes that were not accepted begin (for error offsets)."""
-        return self.issue.offset if self.issue is not None else self.fragment_where
-
-
-def _holds_turn_end(line: bytes) -> bool:
-    """Whether a line after a defect decodes to (or, unvalidated, claims to be) a ``turn/end``."""
-    try:
-        return any(event[0] == TURN_END for event in codec.decode_line(line))
-    except AgentlogError:
-        pass
-    try:
-        value = loads(line)
-    except ValueError:  # orjson.JSONDecodeError included
-        return False
-    return type(value) is dict and value.get("type") == TURN_END
-
-
-def _is_javascript_json(line: bytes) -> bool:
-    """Whether JavaScript's ``JSON.parse`` would accept a line that orjson refused."""
-
-    def refuse(constant: str) -> Any:
-        raise ValueError(constant)
-
-    try:
-        json.loads(line, parse_constant=refuse)
-    except ValueError:
-        return False
-    return True
-
-
-def _corruption_of(issue: _Issue, path: str) -> SessionCorruptionError:
+def _corruption_of(issue: LineIssue, path: str) -> SessionCorruptionError:
     return SessionCorruptionError(issue.detail, file=path, offset=issue.offset)
 
 
@@ -330,9 +182,6 @@ def scan_log(data: bytes, *, compressed: bool, path: str, until_seq: int | None 
     return scan
 
 
-MARK_STEP: Final = 1 << 16
-"""Bytes of transcript between two ``LogScan.marks``."""
-
 _PARTIAL_STEP: Final = 1 << 16
 """Bytes fed to the line scanner between checks of ``until_seq`` (raw transcripts)."""
 
@@ -344,7 +193,7 @@ def _scan_raw(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
     header_end = newline + 1
     header = parse_header_line(data[:header_end], path=path)
     first_seq = first_stored_seq(header)
-    scanner = _LineScanner(header_end, path, first_seq)
+    scanner = LineScanner(header_end, path, first_seq)
     try:
         if until_seq is None:
             scanner.write(data[header_end:])
@@ -354,7 +203,7 @@ def _scan_raw(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
                     return LogScan(header, header_end, scanner.events, scanner.committed, None, True,
                                    scanner.unknown)
                 scanner.write(data[start:start + _PARTIAL_STEP])
-    except _Issue as issue:
+    except LineIssue as issue:
         raise _corruption_of(issue, path) from None
     committed = scanner.committed
     torn = TornTail(committed, [], len(data) - committed) if committed < len(data) else None
@@ -365,7 +214,7 @@ def _scan_raw(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
 def _header_frame(data: bytes, span: tuple[int, int], path: str,
                   decompressor: zstandard.ZstdDecompressor | None = None) -> bytes:
     """The first frame's plaintext, which must be exactly one newline-terminated line."""
-    plaintext = decode_frame(data, span, path=path, decompressor=decompressor)
+    plaintext = decode_frame(data, span, path=path, decompressor=decompressor, limit=MAX_RECORD_BYTES)
     if not plaintext or plaintext.find(b"\n") != len(plaintext) - 1:
         raise SessionCorruptionError(
             f"{_CORRUPT_ZSTD}: first frame is not exactly one header line", file=path, offset=span[0]
@@ -373,25 +222,74 @@ def _header_frame(data: bytes, span: tuple[int, int], path: str,
     return plaintext
 
 
+_PAGE: Final = 4096
+"""The granularity in which a file system loses an append's data (delayed allocation)."""
+
+
+def _zero_filled_end(data: bytes, span: tuple[int, int]) -> int | None:
+    """Where the zero run ending the file begins, when it ends the frame at ``span`` and is what
+    delayed allocation leaves of a frame whose last pages never came: a run that covers at least
+    the checksum or holds a page boundary (not one chance zero byte at a damaged frame's end)."""
+    start, end = span
+    if end != len(data) or data[end - 1] != 0:
+        return None
+    zero_start = start + len(data[start:end].rstrip(b"\0"))
+    if end - zero_start >= 4 or (end - 1) // _PAGE * _PAGE >= zero_start:
+        return zero_start
+    return None
+
+
+def _feed_frame(scanner: LineScanner, data: bytes, span: tuple[int, int], path: str,
+                decompressor: zstandard.ZstdDecompressor, last: bool) -> bool:
+    """Stream one complete frame into the scanner; False (scanner as before) when it is the last
+    frame, fails to decode and ends the file in zeros: a torn tail, not damage. A defect inside
+    any other complete frame is corruption at once (nothing after it can make it a torn tail)."""
+    saved = scanner.snapshot() if last and _zero_filled_end(data, span) is not None else None
+    pieces = frame_pieces(data, span, path=path, decompressor=decompressor)
+    while True:
+        try:
+            piece = next(pieces, None)
+        except SessionCorruptionError:
+            if saved is None:
+                raise
+            scanner.rollback(saved)
+            return False
+        if piece is None:
+            return True
+        scanner.write(piece, span[0])
+        if scanner.issue is not None and saved is None:
+            raise _torn_record(scanner.issue, path)
+
+
+def _torn_record(issue: LineIssue, path: str) -> SessionCorruptionError:
+    return SessionCorruptionError(
+        f"{_CORRUPT_ZSTD}: complete frame contains a torn JSONL record "
+        f"({issue.detail.removeprefix(_CORRUPT + ': ')})", file=path, offset=issue.offset)
+
+
 def _scan_zstd(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
     first = scan_zstd_frames(data, max_frames=1, path=path).frames
     if not first:
         raise SessionCorruptionError(f"{_CORRUPT_ZSTD}: empty or header-less session log",
                                      file=path, offset=0)
-    decompressor = zstandard.ZstdDecompressor()
+    decompressor = bounded_decompressor()
     header_plain = _header_frame(data, first[0], path, decompressor)
     header = parse_header_line(header_plain, path=path)
-    structure = scan_zstd_frames(data, path=path)
+    structure = scan_zstd_frames(data, path=path, tolerate_tail=True)
     frames = structure.frames
+    torn_start, torn_end = structure.torn_start, len(data)
     first_seq = first_stored_seq(header)
-    scanner = _LineScanner(len(header_plain), path, first_seq)
+    scanner = LineScanner(len(header_plain), path, first_seq, MAX_RECORD_BYTES)
     try:
-        for span in frames[1:]:
+        for index, span in enumerate(frames[1:], 1):
             if until_seq is not None and first_seq + len(scanner.events) >= until_seq and (
                 scanner.issue is None and scanner.committed == scanner.input_bytes
             ):
                 return LogScan(header, first[0][1], scanner.events, span[0], None, True, scanner.unknown)
-            scanner.write(decode_frame(data, span, path=path, decompressor=decompressor), span[0])
+            if not _feed_frame(scanner, data, span, path, decompressor, index == len(frames) - 1):
+                frames, torn_start, torn_end = frames[:-1], span[0], _zero_filled_end(data, span) or span[0]
+        if scanner.issue is not None:
+            raise _torn_record(scanner.issue, path)
         if scanner.committed != scanner.input_bytes:
             raise SessionCorruptionError(
                 f"{_CORRUPT_ZSTD}: complete frame contains a torn JSONL record",
@@ -399,12 +297,11 @@ def _scan_zstd(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
             )
         committed_events = len(scanner.events)
         torn: TornTail | None = None
-        torn_start = structure.torn_start
         if torn_start is not None:
-            scanner.write(decode_torn_frame(data[torn_start:]), torn_start)
+            scanner.write(decode_torn_frame(data[torn_start:torn_end]), torn_start)
             recovered = resolve_entries(scanner.events[committed_events:], first_seq + committed_events)
             torn = TornTail(torn_start, recovered, len(data) - torn_start)
-    except _Issue as issue:
+    except LineIssue as issue:
         raise _corruption_of(issue, path) from None
     events = scanner.events[:committed_events] if torn is not None else scanner.events
     end = torn.truncate_to if torn is not None else frames[-1][1]
@@ -412,14 +309,35 @@ def _scan_zstd(data: bytes, path: str, until_seq: int | None = None) -> LogScan:
                    marks=scanner.marks_before(end))
 
 
+def read_first_line(data: bytes, *, path: str) -> bytes:
+    """The first line of a zstd transcript, decoding its first frame only (newline excluded)."""
+    first = scan_zstd_frames(data, max_frames=1, path=path).frames
+    if not first:
+        raise SessionCorruptionError(f"{_CORRUPT_ZSTD}: empty or header-less session log",
+                                     file=path, offset=0)
+    return decode_frame(data, first[0], path=path, limit=MAX_RECORD_BYTES).split(b"\n", 1)[0]
+
+
 def decode_complete_frames(data: bytes, *, path: str) -> bytes:
-    """The concatenated plaintext of every complete frame (a torn final frame is left out)."""
+    """The concatenated plaintext of every complete frame (a torn final frame is left out);
+    a line longer than ``MAX_RECORD_BYTES`` is refused before more is decoded."""
     frames = scan_zstd_frames(data, path=path).frames
     if not frames:
         raise SessionCorruptionError(f"{_CORRUPT_ZSTD}: empty or header-less session log",
                                      file=path, offset=0)
-    decompressor = zstandard.ZstdDecompressor()
-    return b"".join(decode_frame(data, span, path=path, decompressor=decompressor) for span in frames)
+    decompressor = bounded_decompressor()
+    pieces: list[bytes] = []
+    run = 0  # bytes since the last newline
+    for span in frames:
+        for piece in frame_pieces(data, span, path=path, decompressor=decompressor):
+            first = piece.find(b"\n")
+            run = run + len(piece) if first < 0 else run + first + 1
+            if run > MAX_RECORD_BYTES:
+                raise too_long(MAX_RECORD_BYTES, span[0], path)
+            if first >= 0:
+                run = len(piece) - piece.rfind(b"\n") - 1
+            pieces.append(piece)
+    return b"".join(pieces)
 
 
 # -- listing ----------------------------------------------------------------------------------
@@ -442,7 +360,7 @@ def read_header_prefix(chunks: Iterable[bytes], *, compressed: bool, path: str) 
             if end is None:
                 continue
             try:
-                line = decode_frame(bytes(buffer), (0, end), path=path)
+                line = decode_frame(bytes(buffer), (0, end), path=path, limit=MAX_RECORD_BYTES)
             except SessionCorruptionError as exc:
                 raise SessionCorruptionError(
                     f"{_CORRUPT_ZSTD}: header frame failed validation ({exc.detail})",
@@ -467,7 +385,7 @@ def scan_suffix(data: bytes, *, compressed: bool, path: str, offset: int,
     to its end, when they read back cleanly: complete lines or frames, contiguous seqs from
     ``first_seq``, no unknown type. None for anything else: the caller then scans the whole log,
     which names the defect exactly (line numbers count from the file's start)."""
-    scanner = _LineScanner(offset, path, first_seq)
+    scanner = LineScanner(offset, path, first_seq, MAX_RECORD_BYTES if compressed else None)
     try:
         if not compressed:
             scanner.write(data)
@@ -475,11 +393,11 @@ def scan_suffix(data: bytes, *, compressed: bool, path: str, offset: int,
             structure = scan_zstd_frames(data, path=path)
             if structure.torn_start is not None:
                 return None
-            decompressor = zstandard.ZstdDecompressor()
+            decompressor = bounded_decompressor()
             for start, end in structure.frames:
-                scanner.write(decode_frame(data, (start, end), path=path, decompressor=decompressor),
-                              offset + start)
-    except (_Issue, AgentlogError):
+                for piece in frame_pieces(data, (start, end), path=path, decompressor=decompressor):
+                    scanner.write(piece, offset + start)
+    except (LineIssue, AgentlogError):
         return None
     if scanner.issue is not None or scanner.unknown is not None or scanner.committed != scanner.input_bytes:
         return None

@@ -22,8 +22,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-import zstandard
-
 from agentlog.core.events import Event
 from agentlog.core.header import SessionHeader
 from agentlog.core.packed import LogEntry
@@ -37,7 +35,6 @@ from agentlog.errors import (
 )
 from agentlog.legacy.upgrade import chain_writers
 from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
-from agentlog.store.filelock import lock_session_file
 from agentlog.store.fs import FileSystem, io_error
 from agentlog.store.jsonl.checkpoint import DEFAULT_CHECKPOINT_BYTES, JsonlCheckpoints
 from agentlog.store.jsonl.ends import TranscriptEnds
@@ -45,8 +42,9 @@ from agentlog.store.jsonl.forks import Transcript, is_shared, public_header
 from agentlog.store.jsonl.format import (
     TRANSCRIPT_RAW,
     TRANSCRIPT_ZSTD,
+    check_record_lengths,
     compress_frame,
-    decode_frame,
+    decode_complete_frames,
     encode_batch,
     encode_header_line,
     encode_session_id,
@@ -56,12 +54,11 @@ from agentlog.store.jsonl.format import (
     read_header_prefix,
     scan_log,
     scan_suffix,
-    scan_zstd_frames,
 )
 from agentlog.store.jsonl.links import refuse_irregular, refuse_links
 from agentlog.store.jsonl.paths import check_id_length, is_dir_entry, listed_id
 from agentlog.store.jsonl.seek import SeekIndex, identity_of, read_indexed, revision_of
-from agentlog.store.records import Listing, RawArtifact, Snapshot, StoredLog, Unreadable, WriterLock
+from agentlog.store.records import Listing, RawArtifact, Snapshot, StoredLog, Unreadable
 
 __all__ = ["JsonlStore"]
 
@@ -360,15 +357,10 @@ class JsonlStore(JsonlCheckpoints):
             return None
         data = read[0]
         if self.compressed:
-            frames = scan_zstd_frames(data, path=str(path)).frames
-            if not frames:
-                raise SessionCorruptionError(
-                    "corrupt Zstandard session log: empty or header-less session log",
-                    session_id=session_id, file=str(path), offset=0,
-                )
-            decompressor = zstandard.ZstdDecompressor()
-            data = b"".join(decode_frame(data, span, path=str(path), decompressor=decompressor)
-                            for span in frames)
+            try:
+                data = decode_complete_frames(data, path=str(path))
+            except AgentlogError as exc:
+                raise exc.locate(session_id=session_id) from None
         newline = data.find(b"\n")
         if newline < 0:
             raise SessionCorruptionError("empty or header-less session log", session_id=session_id,
@@ -450,11 +442,11 @@ class JsonlStore(JsonlCheckpoints):
 
     def _encode(self, events: Sequence[Event]) -> bytes:
         plain = encode_batch(events, pack=self.pack_chunks)
-        return compress_frame(plain) if self.compressed else plain
+        return compress_frame(check_record_lengths(plain, events[0].seq)) if self.compressed else plain
 
     def _encode_header(self, header: SessionHeader) -> bytes:
         line = encode_header_line(header)
-        return compress_frame(line) if self.compressed else line
+        return compress_frame(check_record_lengths(line, None)) if self.compressed else line
 
     def _append_batch(self, header: SessionHeader, events: Sequence[Event], *, materialize: bool) -> None:
         data = self._encode(events) if events else b""
@@ -565,6 +557,7 @@ class JsonlStore(JsonlCheckpoints):
         marks = self._seek_marks(header.id)  # the prefix a repair keeps still has them
         self._forget(header.id)
         if torn is not None:
+            self._keep_cut_tail(header.id, path, torn.truncate_to)
             try:
                 self._fs.truncate_file(str(path), torn.truncate_to)
             except OSError as exc:
@@ -581,10 +574,6 @@ class JsonlStore(JsonlCheckpoints):
     def _lock_path(self, session_id: str) -> Path:
         return self.root / _META_DIR / "locks" / f"{encode_session_id(session_id)}.lock"
 
-    def _acquire_writer_lock(self, session_id: str) -> WriterLock:
-        path = self._lock_path(session_id)
-        refuse_links(self.root, path, session_id=session_id)
-        return lock_session_file(path, session_id)
 
 # -- helpers -----------------------------------------------------------------------------------------
 
