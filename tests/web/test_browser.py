@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -26,7 +27,7 @@ from agentlog.cli.demo import record_turn
 from agentlog.cli.render import visible
 from agentlog.store.base import Store
 from tests.web.server import CHROMIUM, ensure_chromium, launch, serving
-from tests.web.stores import COMPACTED, CRASHED, HOSTILE_ID, PARENT, PAYLOADS
+from tests.web.stores import COMPACTED, CRASHED, HOSTILE_ID, PARENT, PAYLOADS, recording, two_turns
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
@@ -288,3 +289,32 @@ def test_an_imported_claude_code_transcript_shows_claudes_compaction(page: Any, 
         assert f"shadowed: seq 1{DASH}325" in bracket.inner_text()
         assert "compaction checkpoint" in page.inner_text("#surface")
         assert page.errors == [] and page.dialogs == []
+
+
+def test_the_status_follows_the_writer_lock_of_a_real_process(page: Any, tmp_path: Path) -> None:
+    """A recorder in the middle of a slow tool is open; SIGKILLed, the same session is interrupted
+    on its page and on the sessions list at once (no two-minute guess)."""
+    url = f"jsonl://{tmp_path / 'store'}"
+    two_turns(url, "slow-tool")
+    two_turns(url, "finished")
+    with open_store(url, create=False) as store, serving(store) as base, \
+            recording(url, "slow-tool") as writer:
+        page.goto(f"{base}/s/slow-tool")
+        expect(page.locator("#status")).to_have_text("open")
+        assert f"being recorded by process {writer.pid}" in page.inner_text("dl.facts")
+        assert page.locator("p.recovery").count() == 0 and page.locator("section.crash-closed").count() == 0
+        page.screenshot(path=str(_shots(tmp_path) / "session-live.png"))
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        page.reload()
+        expect(page.locator("#status")).to_have_text("interrupted")
+        assert "needs repair: turn 3 was left open" in page.inner_text("dl.facts")
+        assert "Turn 3 was left open" in page.inner_text("p.recovery")
+        page.goto(base + "/")
+        row = page.locator("tr.session-row", has_text="slow-tool")
+        expect(row.locator("span.status")).to_have_text("interrupted")
+        assert "turn 3 was left open" in row.inner_text()
+        finished = page.locator("tr.session-row", has_text="finished")
+        expect(finished.locator("span.status")).to_have_text("ended")
+        page.screenshot(path=str(_shots(tmp_path) / "sessions-status.png"))
+        assert page.errors == []

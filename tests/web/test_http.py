@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import signal
 from pathlib import Path
 from urllib.parse import quote
 
@@ -15,7 +16,17 @@ from agentlog.store.base import Store
 from agentlog.web import create_app
 from agentlog.web.guard import check_token
 from tests.web.conftest import root_of
-from tests.web.stores import CHILD, COMPACTED, CRASHED, HOSTILE_ID, PARENT, PAYLOADS, build_all
+from tests.web.stores import (
+    CHILD,
+    COMPACTED,
+    CRASHED,
+    HOSTILE_ID,
+    PARENT,
+    PAYLOADS,
+    build_all,
+    recording,
+    two_turns,
+)
 
 DASH = "\u2013"
 TOKEN = "s3cret-token-0123456789"
@@ -123,8 +134,7 @@ def test_unknown_or_malformed_session_ids_are_404(client: TestClient, path: str)
 def test_a_crashed_session_is_marked_and_never_repaired(client: TestClient) -> None:
     html = client.get(f"/s/{CRASHED}").text
     text = _text(html)
-    # killed a moment ago: the viewer cannot yet tell a crash from a slow tool (rows.LIVE_MS)
-    assert "open turn 3 is being recorded" in text or "crashed needs repair: turn 3 was left open" in text
+    assert "interrupted needs repair: turn 3 was left open" in text  # no writer holds it: not "open"
     assert "left open by a crash: a load would close it" in text
     assert "synthetic result (crash repair)" in text
     assert "not stored: a load would write it" in text
@@ -314,3 +324,48 @@ def test_ten_thousand_sessions_are_paged_filtered_and_sorted_on_the_server() -> 
         assert re.findall(r'<td class="id"><a href="/s/([^"]+)"', found) == ["s09876"]
         assert "task 9876" in found
     store.close()
+
+
+def _status(html: str, session_id: str | None = None) -> str:
+    """The status badge of the session page, or of ``session_id``'s row on the sessions page."""
+    if session_id is not None:
+        html = html.split(f'href="/s/{quote(session_id, safe="")}"', 1)[1].split("</tr>", 1)[0]
+    found = re.search(r'<span class="status status-[a-z]+"[^>]*>([^<]*)</span>', html)
+    assert found is not None
+    return found.group(1)
+
+
+def test_the_status_comes_from_the_writer_lock_not_the_clock(tmp_path: Path) -> None:
+    """A live writer's session is open however long its tool runs; SIGKILLed a second ago, it is
+    interrupted at once, on the session page and on the sessions list."""
+    url = f"jsonl://{tmp_path / 'store'}"
+    two_turns(url, "slow-tool")
+    two_turns(url, "done")
+    with open_store(url, create=False) as store, recording(url, "slow-tool") as writer, \
+            TestClient(create_app(store, index_in_background=False), base_url="http://127.0.0.1") as client:
+        page = client.get("/s/slow-tool").text
+        assert _status(page) == "open"
+        assert f"turn 3 is being recorded by process {writer.pid}" in _text(page)
+        assert 'class="recovery"' not in page  # no crash banner over a live writer
+        assert _status(client.get("/").text, "slow-tool") == "open"
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        page = client.get("/s/slow-tool").text
+        assert _status(page) == "interrupted"
+        assert "needs repair: turn 3 was left open" in _text(page)
+        assert "Turn 3 was left open" in _text(page)
+        listed = client.get("/").text
+        assert _status(listed, "slow-tool") == "interrupted"
+        row = listed.split('href="/s/slow-tool"', 1)[1].split("</tr>")[0]
+        assert "turn 3 was left open" in _text(row)
+        assert _status(listed, "done") == "ended"
+
+
+def test_a_live_writers_open_turn_is_not_shown_as_a_crash(tmp_path: Path) -> None:
+    url = f"jsonl://{tmp_path / 'store'}"
+    two_turns(url, "slow-tool")
+    with open_store(url, create=False) as store, recording(url, "slow-tool"), \
+            TestClient(create_app(store, index_in_background=False), base_url="http://127.0.0.1") as client:
+        text = _text(client.get("/s/slow-tool").text)
+        assert "being recorded" in text
+        assert "crash" not in text and "a load would write" not in text

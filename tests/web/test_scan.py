@@ -13,7 +13,7 @@ from agentlog import Session, SessionHeader, open_store
 from agentlog.core.packed import ChunkRun, EventsView
 from agentlog.store.records import Recovery
 from agentlog.web.chart import MAX_POINTS, pressure_chart
-from agentlog.web.rows import LIVE_MS, PAGE_SIZE, SORTS, Row, Summary, select, status_of
+from agentlog.web.rows import PAGE_SIZE, SORTS, Row, Summary, select, status_of
 from agentlog.web.scan import Bracket, StepPoint, index_session
 from agentlog.web.views import event_rows, surface_items, turn_views
 from tests.strategies import fixed_clock, interleaved, run_ops, session_ops
@@ -108,15 +108,20 @@ def test_select_filters_sorts_and_pages_every_match_once(items: list[tuple[int, 
     assert all(len(page.rows) <= PAGE_SIZE for page in pages)
 
 
-def test_status_tells_ended_open_and_crashed_apart() -> None:
+def test_status_tells_open_interrupted_ended_and_error_apart() -> None:
     closers = workload_events(1)[-1:]
-    open_turn = Recovery(10, False, None, None, (), tuple(closers))
+    open_turn = Recovery(10, False, None, None, (), tuple(closers))  # closes turn 1
     torn = Recovery(10, True, 120, 7, (), ())
-    assert status_of(1_000, None, 10**9)[0] == "ended"
-    assert status_of(1_000, open_turn, 1_000 + LIVE_MS - 1)[0] == "open"
-    assert status_of(1_000, open_turn, 1_000 + LIVE_MS)[0] == "crashed"
-    assert status_of(1_000, torn, 1_001) == (
-        "crashed", "needs repair: a torn tail is ignored (7 bytes at offset 120)")
+    assert status_of(None, None, "completed") == ("ended", "every turn is closed")
+    assert status_of(None, 42, "completed") == ("open", "process 42 holds the writer lock (between turns)")
+    assert status_of(open_turn, 42, None) == ("open", "turn 1 is being recorded by process 42")
+    assert status_of(open_turn, None, None) == (
+        "interrupted", "needs repair: turn 1 was left open; loading it writes 1 synthetic event")
+    assert status_of(torn, None, "completed") == (
+        "interrupted", "needs repair: a torn tail is ignored (7 bytes at offset 120)")
+    assert status_of(None, None, "error") == ("error", "the last turn ended in an error")
+    assert status_of(None, None, "interrupted") == (
+        "error", "the last turn was interrupted (closed by crash repair)")
 
 
 @given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), min_size=1, max_size=2000))

@@ -31,7 +31,7 @@ from agentlog.store.base import Store
 from agentlog.web.chart import pressure_chart
 from agentlog.web.guard import Guard
 from agentlog.web.live import live_events
-from agentlog.web.rows import PAGE_SIZE, SORTS, select, status_of
+from agentlog.web.rows import PAGE_SIZE, SORTS, last_end, select, status_of
 from agentlog.web.viewer import Viewer
 from agentlog.web.views import (
     EVENTS_PAGE,
@@ -130,9 +130,10 @@ class _Pages:
             rows = await run_in_threadpool(self.viewer.rows)
             page = select(rows, query, sort, descending, page.page)
         read = sum(1 for row in rows if row.summary is not None or row.error is not None)
+        statuses = await run_in_threadpool(self.viewer.statuses, page.rows)
         return self.render("sessions.html", page=page, query=query, sort=sort, descending=descending,
-                           sorts=list(SORTS), unreadable=listing.unreadable, read=read, now=_now(),
-                           page_size=PAGE_SIZE)
+                           sorts=list(SORTS), unreadable=listing.unreadable, read=read,
+                           statuses=statuses, page_size=PAGE_SIZE)
 
     async def session(self, request: Request) -> Response:
         session_id = _session_id(request)
@@ -143,9 +144,10 @@ class _Pages:
         fragment = request.query_params.get("fragment")
         turns = await run_in_threadpool(turn_views, events, index, turn)
         nodes = await run_in_threadpool(surface_items, events, index, node)
+        writer = await run_in_threadpool(self.viewer.writer, session_id)
         context: dict[str, Any] = dict(session_id=session_id, loaded=loaded, index=index, turns=turns,
                                        nodes=nodes, turn=turn, node=node, turns_page=TURNS_PAGE,
-                                       nodes_page=NODES_PAGE)
+                                       nodes_page=NODES_PAGE, live=writer is not None)
         if fragment == "transcript":
             return self.render("transcript.html", **context)
         if fragment == "surface":
@@ -154,7 +156,7 @@ class _Pages:
         request_header = (canonical_header(event_header(events[index.header_seq]))
                           if index.header_seq is not None else None)
         chart = Markup(pressure_chart(index.steps, index.brackets, index.context_window))
-        status = status_of(index.last_time, loaded.inspection.recovery, _now())
+        status = status_of(loaded.inspection.recovery, writer, last_end(index))
         return self.render("session.html", ancestors=ancestors, children=children, chart=chart,
                            request_header=request_header,
                            status=status, recovery=loaded.inspection.recovery, **context)
@@ -193,10 +195,6 @@ class _Pages:
             return self.render("error.html", code=400, title="bad request", message=str(exc))
         return self.render("error.html", code=500, title="cannot read this session",
                            message=f"{type(exc).__name__}: {exc}")
-
-
-def _now() -> int:
-    return int(datetime.datetime.now(tz=datetime.UTC).timestamp() * 1000)
 
 
 def create_app(store: Store, *, token: str | None = None, index_in_background: bool = True) -> Any:

@@ -22,6 +22,7 @@ from agentlog.core.jsonvalue import valid_text
 from agentlog.errors import SessionNotFoundError
 from agentlog.store.base import Store
 from agentlog.store.records import Inspection, Listing
+from agentlog.store.writer_probe import writer_pid
 from agentlog.web.rows import Row, Summary, summarize
 from agentlog.web.scan import SessionIndex, index_session
 
@@ -158,6 +159,19 @@ class Viewer:
         except Exception:
             return None
         return os.stat(where).st_size if where and os.path.isfile(where) else None
+
+    def writer(self, session_id: str) -> int | None:
+        """The pid of the process holding the session's writer lock (``verify``'s check, which never
+        takes the lock), None when none does or the backend cannot tell."""
+        try:
+            return writer_pid(self.store, session_id)
+        except OSError:
+            return None
+
+    def statuses(self, rows: list[Row]) -> list[tuple[str, str] | None]:
+        """Each row's ``(status, detail)`` now (None for a row not read yet)."""
+        return [None if row.summary is None else row.summary.status(self.writer(row.header.id))
+                for row in rows]
 
     def new_events(self, session_id: str, from_seq: int) -> list[Event]:
         """Stored events from ``from_seq`` on (the live feed polls this)."""
