@@ -369,3 +369,30 @@ def test_a_live_writers_open_turn_is_not_shown_as_a_crash(tmp_path: Path) -> Non
         text = _text(client.get("/s/slow-tool").text)
         assert "being recorded" in text
         assert "crash" not in text and "a load would write" not in text
+
+
+def test_pages_show_json_and_omit_absent_fields_never_python_reprs(tmp_path: Path) -> None:
+    """OpenAI-style tools (``{"type": "function", "function": {...}}``) and an imported subagent
+    whose header names a parent but no fork boundary (Claude Code's sidechains)."""
+    url = f"jsonl://{tmp_path / 'store'}"
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}},
+             {"type": "custom", "grammar": "x"}]
+    with open_store(url) as store:
+        with store.start(SessionHeader(id="main")) as live, Recorder(live).turn() as turn, \
+                turn.step() as step:
+            step.user_message("hi")
+            step.request_header({"config": {"provider": "p", "model": "m"}, "tools": tools})
+            step.text_delta("hello")
+            step.assistant()
+        with store.start(SessionHeader(id="agent-sub", parent_session="main")) as live, \
+                Recorder(live).turn() as turn, turn.step() as step:
+            step.user_message("subtask")
+    with open_store(url, create=False) as store, \
+            TestClient(create_app(store, index_in_background=False), base_url="http://127.0.0.1") as client:
+        pages = {path: client.get(path).text for path in ("/", "/s/main", "/s/agent-sub")}
+    for path, html in pages.items():
+        assert "FrozenDict" not in html and "FrozenList" not in html and "None" not in html, path
+    tools_line = _text(pages["/s/main"]).split("tools:", 1)[1][:200]
+    assert "read_file" in tools_line and '{"type":"custom","grammar":"x"}' in tools_line.replace("&#34;", '"')
+    assert 'fork of <a href="/s/main">main</a>' in pages["/"]
+    assert "fork of main" in _text(pages["/s/agent-sub"]) and "forked at seq" not in pages["/s/main"]

@@ -25,6 +25,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from agentlog.cli.render import visible
+from agentlog.core.jsonvalue import dumps
 from agentlog.core.request_header import canonical_header, event_header
 from agentlog.errors import AgentlogError, SessionNotFoundError
 from agentlog.store.base import Store
@@ -48,10 +49,24 @@ HERE: Final = Path(__file__).parent
 
 
 def _finalize(value: Any) -> Any:
-    """Every printed string: controls shown as escapes (then autoescaped); markup passes."""
-    if isinstance(value, Markup) or not isinstance(value, str):
+    """Every printed value: strings with controls shown as escapes (then autoescaped), JSON values
+    as JSON (never a Python repr such as ``FrozenDict({...})``), None as nothing; markup passes."""
+    if isinstance(value, Markup):
         return value
-    return visible(value)
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list, tuple)):
+        return visible(dumps(value).decode())
+    return visible(value) if isinstance(value, str) else value
+
+
+def _tool_name(tool: Any) -> str:
+    """A tool's name in any provider's shape (``name``, or OpenAI's ``function.name``), else its JSON."""
+    if isinstance(tool, dict):
+        for holder in (tool, tool.get("function")):
+            if isinstance(holder, dict) and isinstance(holder.get("name"), str):
+                return str(holder["name"])
+    return tool if isinstance(tool, str) else dumps(tool).decode()
 
 
 def _iso(ms: int | None) -> str:
@@ -79,7 +94,8 @@ def _size(value: int | None) -> str:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
                       finalize=_finalize, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(qid=lambda value: quote(str(value), safe=""), iso=_iso, duration=_duration, size=_size)
+    env.filters.update(qid=lambda value: quote(str(value), safe=""), iso=_iso, duration=_duration, size=_size,
+                       tool_name=_tool_name)
     return env
 
 
