@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote, unquote
 
-import orjson
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
@@ -31,7 +30,7 @@ from agentlog.errors import AgentlogError, SessionNotFoundError
 from agentlog.store.base import Store
 from agentlog.web.chart import pressure_chart
 from agentlog.web.guard import Guard
-from agentlog.web.live import live_events
+from agentlog.web.live import Feeds
 from agentlog.web.rows import PAGE_SIZE, SORTS, last_end, select, status_of
 from agentlog.web.viewer import Viewer
 from agentlog.web.views import (
@@ -127,6 +126,7 @@ class _Pages:
     def __init__(self, viewer: Viewer, env: Environment) -> None:
         self.viewer = viewer
         self.env = env
+        self.feeds = Feeds(viewer)
 
     def render(self, template: str, code: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(template).render(**context), status_code=code)
@@ -197,8 +197,8 @@ class _Pages:
 
         async def stream() -> AsyncIterator[bytes]:
             yield b": live\n\n"
-            async for batch in live_events(self.viewer, session_id, start, request.is_disconnected):
-                yield b"event: events\ndata: " + orjson.dumps(batch) + b"\n\n"
+            async for message in self.feeds.follow(session_id, start, request.is_disconnected):
+                yield message
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
