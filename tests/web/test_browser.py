@@ -37,7 +37,9 @@ FLAG = "Object.defineProperty(window, '__dialogs', {value: [], writable: false})
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def browser(store_url: str) -> Iterator[Any]:
+    """Chromium; the shared store is built first (its compaction refuses to run inside the event
+    loop that Playwright's sync API keeps running)."""
     if not os.path.exists(ensure_chromium()):
         if os.environ.get("CI"):
             pytest.fail(f"{CHROMIUM} is missing (scripts/test.sh installs Debian's chromium)")
@@ -318,3 +320,32 @@ def test_the_status_follows_the_writer_lock_of_a_real_process(page: Any, tmp_pat
         expect(finished.locator("span.status")).to_have_text("ended")
         page.screenshot(path=str(_shots(tmp_path) / "sessions-status.png"))
         assert page.errors == []
+
+
+def test_search_outline_and_permalinks_find_their_place(page: Any, base: str, tmp_path: Path) -> None:
+    """Search from the sessions page, open a hit; jump through the outline; a session permalink
+    to a seq the window does not show lands on that event in the inspector."""
+    page.goto(base + "/")
+    page.fill("#search", "calc.divide")
+    page.press("#search", "Enter")
+    page.wait_for_url(f"{base}/search?q=calc.divide")
+    assert int(page.inner_text("#hit-count").split()[0]) >= 3
+    page.screenshot(path=str(_shots(tmp_path) / "search.png"))
+    hit = page.locator("a.hit").first
+    target = hit.get_attribute("href")
+    assert target is not None
+    hit.click()
+    seq = target.rsplit("#seq-", 1)[1]
+    expect(page.locator(f"#seq-{seq}")).to_be_visible()
+    page.goto(f"{base}/s/{COMPACTED}")
+    outline = page.locator("nav.outline")
+    expect(outline.locator("li")).to_have_count(3)
+    assert "compaction" in outline.inner_text()
+    page.screenshot(path=str(_shots(tmp_path) / "session-outline.png"))
+    outline.locator("a", has_text="turn 3").click()
+    assert page.url.endswith("#turn-3")
+    expect(page.locator("#turn-3")).to_be_in_viewport()
+    page.goto(f"{base}/s/{COMPACTED}#seq-0")  # turn/start: no message, so the inspector shows it
+    page.wait_for_url(f"{base}/events/{COMPACTED}?from=0#seq-0")
+    expect(page.locator("#seq-0")).to_be_visible()
+    assert page.errors == []

@@ -31,8 +31,9 @@ from agentlog.store.base import Store
 from agentlog.web.chart import pressure_chart
 from agentlog.web.guard import Guard
 from agentlog.web.live import Feeds
+from agentlog.web.outline import outline
 from agentlog.web.rows import PAGE_SIZE, SORTS, last_end, select, status_of
-from agentlog.web.viewer import Viewer
+from agentlog.web.viewer import SEARCH_HITS, Viewer
 from agentlog.web.views import (
     EVENTS_PAGE,
     NODES_PAGE,
@@ -163,19 +164,31 @@ class _Pages:
         writer = await run_in_threadpool(self.viewer.writer, session_id)
         context: dict[str, Any] = dict(session_id=session_id, loaded=loaded, index=index, turns=turns,
                                        nodes=nodes, turn=turn, node=node, turns_page=TURNS_PAGE,
-                                       nodes_page=NODES_PAGE, live=writer is not None)
+                                       nodes_page=NODES_PAGE, live=writer is not None,
+                                       fragment=fragment)
         if fragment == "transcript":
             return self.render("transcript.html", **context)
         if fragment == "surface":
             return self.render("surface.html", **context)
         ancestors, children = await run_in_threadpool(self.viewer.lineage, loaded.header)
+        forks = [child.seed_length - 1 for child in children if child.seed_length]
+        turn_outline = await run_in_threadpool(lambda: outline(events, index, forks, live=writer is not None))
         request_header = (canonical_header(event_header(events[index.header_seq]))
                           if index.header_seq is not None else None)
         chart = Markup(pressure_chart(index.steps, index.brackets, index.context_window))
         status = status_of(loaded.inspection.recovery, writer, last_end(index))
         return self.render("session.html", ancestors=ancestors, children=children, chart=chart,
+                           outline=turn_outline,
                            request_header=request_header,
                            status=status, recovery=loaded.inspection.recovery, **context)
+
+    async def search(self, request: Request) -> Response:
+        text = request.query_params.get("q", "")[:200]
+        session = request.query_params.get("session") or None
+        result = None
+        if text.strip():
+            result = await run_in_threadpool(self.viewer.search, text, session)
+        return self.render("search.html", text=text, session=session, result=result, limit=SEARCH_HITS)
 
     async def events(self, request: Request) -> Response:
         session_id = _session_id(request)
@@ -225,6 +238,7 @@ def create_app(store: Store, *, token: str | None = None, index_in_background: b
         Route("/", pages.sessions, methods=["GET"]),
         Route("/s/{session_id:path}", pages.session, methods=["GET"]),
         Route("/events/{session_id:path}", pages.events, methods=["GET"]),
+        Route("/search", pages.search, methods=["GET"]),
         Route("/live/{session_id:path}", pages.live, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]

@@ -20,15 +20,18 @@ from agentlog.core.events import Event
 from agentlog.core.header import SessionHeader
 from agentlog.core.jsonvalue import valid_text
 from agentlog.errors import SessionNotFoundError
+from agentlog.ops.search import SearchResult, find_in_events, search_store
 from agentlog.store.base import Store
 from agentlog.store.records import Inspection, Listing
 from agentlog.store.writer_probe import writer_pid
 from agentlog.web.rows import Row, Summary, summarize
 from agentlog.web.scan import SessionIndex, index_session
 
-__all__ = ["MAX_ID_LENGTH", "Loaded", "Viewer"]
+__all__ = ["MAX_ID_LENGTH", "SEARCH_HITS", "Loaded", "Viewer"]
 
 MAX_ID_LENGTH: Final = 4096
+SEARCH_HITS: Final = 200
+"""Hits the search page lists (it says how many more it found)."""
 OPEN_SESSIONS: Final = 4
 """Inspected sessions kept in memory (the T = 1000 session holds about 100 MB)."""
 
@@ -172,6 +175,15 @@ class Viewer:
         """Each row's ``(status, detail)`` now (None for a row not read yet)."""
         return [None if row.summary is None else row.summary.status(self.writer(row.header.id))
                 for row in rows]
+
+    def search(self, text: str, session_id: str | None = None) -> SearchResult:
+        """Messages containing ``text`` (any case): in one listed session (its cached log), or in
+        every session through the store's search index where it has one (``ops.search``)."""
+        if session_id is None:
+            return search_store(self.store, text)
+        loaded = self.load(session_id)
+        stored = loaded.inspection.events[: loaded.index.stored]
+        return SearchResult(find_in_events(session_id, stored, text))
 
     def new_events(self, session_id: str, from_seq: int) -> list[Event]:
         """Stored events from ``from_seq`` on (the live feed polls this)."""
