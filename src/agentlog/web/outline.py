@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from agentlog.core.events import USER_MESSAGE, Event
 from agentlog.core.packed import ChunkRun
-from agentlog.web.scan import SessionIndex, slots, text_of
+from agentlog.web.scan import SessionIndex, slots, title_of
 from agentlog.web.views import TURNS_PAGE
 
 __all__ = ["OutlineEntry", "outline"]
@@ -44,7 +44,9 @@ def _first_user_text(events: Sequence[Event], start: int, stop: int) -> str:
     for _, entry in slots(events, start, stop):
         if isinstance(entry, ChunkRun) or entry.type != USER_MESSAGE:
             continue
-        return text_of(entry.data.get("content") if isinstance(entry.data, dict) else None, TITLE_LIMIT)
+        title = title_of(entry.data.get("content") if isinstance(entry.data, dict) else None, TITLE_LIMIT)
+        if title:
+            return title
     return ""
 
 
