@@ -112,6 +112,9 @@ def test_session_page_shows_transcript_surface_bracket_and_chart(page: Any, base
     assert page.locator("#transcript article.shadowed").count() == 13
     assert page.locator("svg.chart path.estimated").count() == 1
     assert page.locator("svg.chart line.compaction").count() == 1
+    assert page.locator("svg.chart text.tick-y").count() >= 3  # a labelled token axis
+    hover = page.locator("svg.chart circle.point title").first.text_content() or ""
+    assert hover.startswith("seq ") and "estimate" in hover and "tokens" in hover
     assert page.errors == []
 
 

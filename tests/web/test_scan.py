@@ -163,3 +163,17 @@ def test_the_title_is_the_first_user_message_with_words_of_the_user() -> None:
                 step.assistant()
         events = live.session.events
         assert index_session(events, len(events)).title == "Add a --json flag"
+
+
+def test_the_chart_has_axes_labels_and_a_hover_value_per_point() -> None:
+    points = [StepPoint(10 * n, n // 3 + 1, 1000 + 500 * n if n % 2 else None, 900 + 480 * n)
+              for n in range(12)]
+    svg = pressure_chart(points, [], 65536)
+    ticks = re.findall(r'<text class="tick-y"[^>]*>([^<]+)</text>', svg)
+    assert len(ticks) >= 3 and ticks[0] == "0"
+    assert re.findall(r'<text class="tick-x"[^>]*>([^<]+)</text>', svg)[0] == "seq 0"
+    assert '<text class="axis-title"' in svg and "tokens" in svg
+    hovers = re.findall(r'<circle class="point"[^>]*><title>([^<]+)</title></circle>', svg)
+    assert len(hovers) == len(points)
+    assert hovers[1] == "seq 10 · turn 1 · provider 1,500 · estimate 1,380 tokens"
+    assert hovers[0] == "seq 0 · turn 1 · estimate 900 tokens"  # no provider usage: omitted
