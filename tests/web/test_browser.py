@@ -352,3 +352,23 @@ def test_search_outline_and_permalinks_find_their_place(page: Any, base: str, tm
     page.wait_for_url(f"{base}/events/{COMPACTED}?from=0#seq-0")
     expect(page.locator("#seq-0")).to_be_visible()
     assert page.errors == []
+
+
+def test_the_fork_tree_draws_the_whole_family(page: Any, tmp_path: Path) -> None:
+    url = f"jsonl://{tmp_path / 'store'}"
+    two_turns(url, "root")
+    with open_store(url) as store:
+        end = len(store.inspect("root").events) - 1
+        for parent, child in (("root", "fork-a"), ("root", "fork-b"), ("fork-a", "fork-a1")):
+            with store.fork(parent, end, child):
+                pass
+    with open_store(url, create=False) as store, serving(store) as base:
+        page.goto(f"{base}/s/fork-a")
+        expect(page.locator(".tree li.this")).to_contain_text("fork of root at seq")
+        expect(page.locator(".tree li.ancestor > a").first).to_have_text("root")
+        expect(page.locator(".tree li.this li.child > a").first).to_have_text("fork-a1")
+        expect(page.locator(".tree li.ancestor li.relative > a").first).to_have_text("fork-b")
+        page.locator(".tree").screenshot(path=str(_shots(tmp_path) / "fork-tree.png"))
+        page.locator(".tree li.relative > a").first.click()
+        page.wait_for_url(f"{base}/s/fork-b")
+        assert page.errors == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote
 
@@ -108,3 +109,56 @@ def test_a_session_permalink_to_any_seq_has_an_element_with_that_id(long_client:
     """``/s/<id>#seq-N``: the transcript marks the events of the turns it shows with ``seq-N``."""
     html = long_client.get(f"/s/{LONG}").text
     assert 'id="seq-2"' in html  # the first user message
+
+
+class _Tree(HTMLParser):
+    """``(depth, class, session id)`` of each ``li`` of the page's fork tree."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth, self.inside = 0, False
+        self.nodes: list[tuple[int, str, str]] = []
+        self._pending: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "ul" and "tree" in (found.get("class") or ""):
+            self.inside = True
+        if not self.inside:
+            return
+        if tag == "ul":
+            self.depth += 1
+        elif tag == "li":
+            self._pending = found.get("class") or ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.inside and tag == "ul":
+            self.depth -= 1
+            self.inside = self.depth > 0
+
+    def handle_data(self, data: str) -> None:
+        if self._pending is not None and data.strip():
+            self.nodes.append((self.depth, self._pending, data.strip()))
+            self._pending = None
+
+
+def test_the_fork_tree_is_drawn_as_a_tree_of_the_whole_family(tmp_path: Path) -> None:
+    url = f"jsonl://{tmp_path / 'store'}"
+    with open_store(url) as store:
+        with store.start(SessionHeader(id="root")) as live:
+            recorder = Recorder(live)
+            for number in range(2):
+                with recorder.turn() as turn, turn.step() as step:
+                    step.user_message(f"q{number}")
+                    step.request_header({"config": {"provider": "p", "model": "m"}})
+                    step.text_delta("a")
+                    step.assistant()
+            end = live.session.seq - 1
+        for parent, child in (("root", "a"), ("root", "b"), ("a", "a1")):
+            with store.fork(parent, end, child):
+                pass
+    with open_store(url, create=False) as store, \
+            TestClient(create_app(store, index_in_background=False), base_url="http://127.0.0.1") as client:
+        tree = _Tree()
+        tree.feed(client.get("/s/a").text)
+    assert tree.nodes == [(1, "ancestor", "root"), (2, "this", "a"), (3, "child", "a1"), (2, "relative", "b")]

@@ -171,6 +171,7 @@ class _Pages:
         if fragment == "surface":
             return self.render("surface.html", **context)
         ancestors, children = await run_in_threadpool(self.viewer.lineage, loaded.header)
+        family = await run_in_threadpool(self.viewer.family, loaded.header)
         forks = [child.seed_length - 1 for child in children if child.seed_length]
         turn_outline = await run_in_threadpool(lambda: outline(events, index, forks, live=writer is not None))
         request_header = (canonical_header(event_header(events[index.header_seq]))
@@ -178,7 +179,8 @@ class _Pages:
         chart = Markup(pressure_chart(index.steps, index.brackets, index.context_window))
         status = status_of(loaded.inspection.recovery, writer, last_end(index))
         return self.render("session.html", ancestors=ancestors, children=children, chart=chart,
-                           outline=turn_outline,
+                           outline=turn_outline, family=family,
+                           ancestor_ids={ancestor.id for ancestor in ancestors},
                            request_header=request_header,
                            status=status, recovery=loaded.inspection.recovery, **context)
 

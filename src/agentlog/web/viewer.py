@@ -27,9 +27,11 @@ from agentlog.store.writer_probe import writer_pid
 from agentlog.web.rows import Row, Summary, summarize
 from agentlog.web.scan import SessionIndex, index_session
 
-__all__ = ["MAX_ID_LENGTH", "SEARCH_HITS", "Loaded", "Viewer"]
+__all__ = ["MAX_ID_LENGTH", "SEARCH_HITS", "ForkNode", "Loaded", "Viewer"]
 
 MAX_ID_LENGTH: Final = 4096
+FAMILY_LIMIT: Final = 200
+"""Sessions drawn in one fork tree at most."""
 SEARCH_HITS: Final = 200
 """Hits the search page lists (it says how many more it found)."""
 OPEN_SESSIONS: Final = 4
@@ -46,6 +48,14 @@ class Loaded:
     @property
     def header(self) -> SessionHeader:
         return self.inspection.header
+
+
+@dataclass(frozen=True, slots=True)
+class ForkNode:
+    """A session in a fork tree, with its forks."""
+
+    header: SessionHeader
+    children: tuple[ForkNode, ...]
 
 
 class Viewer:
@@ -125,6 +135,27 @@ class Viewer:
             children = sorted(self._children.get(header.id, []),
                               key=lambda child: (child.created_at, child.id))
             return ancestors, children
+
+    def family(self, header: SessionHeader, *, limit: int = FAMILY_LIMIT) -> ForkNode:
+        """The fork tree the session belongs to, from its topmost listed ancestor down (at most
+        ``limit`` sessions, children by creation time)."""
+        ancestors, _ = self.lineage(header)
+        root = ancestors[0] if ancestors else header
+        budget = [limit]
+        with self._lock:
+            return self._subtree(root, set(), budget)
+
+    def _subtree(self, header: SessionHeader, seen: set[str], budget: list[int]) -> ForkNode:
+        seen.add(header.id)
+        budget[0] -= 1
+        nodes = []
+        children = sorted(self._children.get(header.id, []), key=lambda child: (child.created_at, child.id))
+        for child in children:
+            if budget[0] <= 0:
+                break
+            if child.id not in seen:
+                nodes.append(self._subtree(child, seen, budget))
+        return ForkNode(header, tuple(nodes))
 
     # -- sessions ---------------------------------------------------------------------------
 
