@@ -372,3 +372,15 @@ def test_the_fork_tree_draws_the_whole_family(page: Any, tmp_path: Path) -> None
         page.locator(".tree li.relative > a").first.click()
         page.wait_for_url(f"{base}/s/fork-b")
         assert page.errors == []
+
+
+def test_what_the_model_no_longer_sees(page: Any, base: str, tmp_path: Path) -> None:
+    page.goto(f"{base}/s/{COMPACTED}")
+    page.click("a.unseen")
+    page.wait_for_url(f"{base}/unseen/{COMPACTED}")
+    expect(page.locator("div.unseen article.msg")).to_have_count(13)
+    assert "13 of 16 log messages" in page.inner_text("#unseen-count")
+    page.screenshot(path=str(_shots(tmp_path) / "unseen.png"))
+    page.locator("p.bracket-ref a").first.click()
+    expect(page.locator("tr.event.target, #events")).not_to_have_count(0)
+    assert page.errors == []

@@ -162,3 +162,19 @@ def test_the_fork_tree_is_drawn_as_a_tree_of_the_whole_family(tmp_path: Path) ->
         tree = _Tree()
         tree.feed(client.get("/s/a").text)
     assert tree.nodes == [(1, "ancestor", "root"), (2, "this", "a"), (3, "child", "a1"), (2, "relative", "b")]
+
+
+def test_what_the_model_no_longer_sees_lists_the_shadowed_messages(client: TestClient) -> None:
+    session = client.get(f"/s/{COMPACTED}").text
+    link = re.search(r'<a class="unseen" href="([^"]+)">([^<]+)</a>', session)
+    assert link is not None and "13" in link.group(2)
+    html = client.get(link.group(1)).text
+    items = re.findall(r'<article class="msg[^"]*" id="u-seq-(\d+)"', html)
+    assert len(items) == 13
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+    assert "13 of 16 log messages are no longer in the surface" in text  # 3 appended after the checkpoint
+    assert "replaced at #" in html
+    for href in set(re.findall(r'href="([^"]*#seq-\d+)"', html)):
+        assert _resolves(client, link.group(1), href), href
+    nothing = client.get(f"/unseen/{CRASHED}").text
+    assert "The model still sees every message of the log" in nothing

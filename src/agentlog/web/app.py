@@ -41,11 +41,14 @@ from agentlog.web.views import (
     event_rows,
     surface_items,
     turn_views,
+    unseen_items,
 )
 
 __all__ = ["create_app"]
 
 HERE: Final = Path(__file__).parent
+UNSEEN_SHOWN: Final = 500
+"""Messages the "no longer seen" page renders at most (the inspector has every event)."""
 
 
 def _finalize(value: Any) -> Any:
@@ -184,6 +187,13 @@ class _Pages:
                            request_header=request_header,
                            status=status, recovery=loaded.inspection.recovery, **context)
 
+    async def unseen(self, request: Request) -> Response:
+        session_id = _session_id(request)
+        loaded = await run_in_threadpool(self.viewer.load, session_id)
+        items, total = await run_in_threadpool(unseen_items, loaded.inspection.events, loaded.index)
+        return self.render("unseen.html", session_id=session_id, index=loaded.index, items=items,
+                           total=total, limit=UNSEEN_SHOWN)
+
     async def search(self, request: Request) -> Response:
         text = request.query_params.get("q", "")[:200]
         session = request.query_params.get("session") or None
@@ -241,6 +251,7 @@ def create_app(store: Store, *, token: str | None = None, index_in_background: b
         Route("/s/{session_id:path}", pages.session, methods=["GET"]),
         Route("/events/{session_id:path}", pages.events, methods=["GET"]),
         Route("/search", pages.search, methods=["GET"]),
+        Route("/unseen/{session_id:path}", pages.unseen, methods=["GET"]),
         Route("/live/{session_id:path}", pages.live, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]

@@ -18,7 +18,7 @@ from agentlog.core.packed import ChunkRun
 from agentlog.web.scan import Bracket, SessionIndex, TurnSpan, slots
 
 __all__ = [
-    "EVENTS_PAGE", "NODES_PAGE", "TURNS_PAGE", "Block", "EventRow", "Item", "TurnView",
+    "EVENTS_PAGE", "NODES_PAGE", "TURNS_PAGE", "Block", "EventRow", "Item", "TurnView", "unseen_items",
     "event_rows", "message_item", "surface_items", "turn_views",
 ]
 
@@ -152,6 +152,27 @@ def turn_views(events: Sequence[Event], index: SessionIndex, first: int,
                 view.items.append(message_item(event, message, index))
         views.append(view)
     return views
+
+
+def unseen_items(events: Sequence[Event], index: SessionIndex) -> tuple[list[Item], int]:
+    """``(items, messages in the log)``: the log's messages the surface no longer holds (shadowed
+    by a compaction, or removed by another surface operation), in log order."""
+    in_surface = set(index.nodes)
+    items: list[Item] = []
+    total = 0
+    for seq, entry in slots(events, 0, index.stored):
+        if entry.__class__ is ChunkRun or entry.type == ASSISTANT_CHUNK:
+            continue
+        event: Event = entry  # type: ignore[assignment]
+        if event.surface_op != "append":
+            continue
+        message = event_message(event)
+        if message is None:
+            continue
+        total += 1
+        if seq not in in_surface:
+            items.append(message_item(event, message, index))
+    return items, total
 
 
 def surface_items(events: Sequence[Event], index: SessionIndex, first: int,
