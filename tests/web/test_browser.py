@@ -384,3 +384,31 @@ def test_what_the_model_no_longer_sees(page: Any, base: str, tmp_path: Path) -> 
     page.locator("p.bracket-ref a").first.click()
     expect(page.locator("tr.event.target, #events")).not_to_have_count(0)
     assert page.errors == []
+
+
+def test_a_long_session_is_read_in_windows_of_turns(page: Any, tmp_path: Path) -> None:
+    """The outline jumps into a later window; the window links back to the earlier turns."""
+    from agentlog.web.views import TURNS_PAGE
+
+    url = f"jsonl://{tmp_path / 'store'}"
+    turns = 3 * TURNS_PAGE
+    with open_store(url) as store, store.start(SessionHeader(id="long", cwd="/w")) as live:
+        recorder = Recorder(live)
+        for number in range(turns):
+            with recorder.turn() as turn, turn.step() as step:
+                step.user_message(f"question {number + 1}")
+                step.request_header({"config": {"provider": "p", "model": "m"}})
+                step.text_delta(f"answer {number + 1}")
+                step.assistant()
+    with open_store(url, create=False) as store, serving(store) as base:
+        page.goto(f"{base}/s/long")
+        expect(page.locator("nav.outline li")).to_have_count(turns)
+        expect(page.locator("#transcript section.turn")).to_have_count(TURNS_PAGE)  # one window, not all
+        page.locator("nav.outline a", has_text=f"turn {turns - 1}").click()
+        page.wait_for_url(f"{base}/s/long?turn={2 * TURNS_PAGE}#turn-{turns - 1}")
+        expect(page.locator(f"#turn-{turns - 1}")).to_be_in_viewport()
+        assert page.locator("#turn-1").count() == 0
+        page.click("a.earlier")
+        page.wait_for_url(f"{base}/s/long?turn={TURNS_PAGE}&node=0")
+        expect(page.locator(f"#turn-{TURNS_PAGE + 1}")).to_be_attached()
+        assert page.errors == []

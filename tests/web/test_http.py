@@ -86,8 +86,9 @@ def test_only_get_is_served_and_nothing_is_written(client: TestClient, store_url
     for method in ("POST", "PUT", "PATCH", "DELETE"):
         for url in ("/", f"/s/{CRASHED}", f"/events/{CRASHED}", "/static/viewer.js"):
             assert client.request(method, url).status_code == 405, (method, url)
-    for url in ("/", f"/s/{CRASHED}", f"/events/{CRASHED}", f"/s/{COMPACTED}", f"/s/{CHILD}"):
-        assert client.get(url).status_code == 200
+    for url in ("/", f"/s/{CRASHED}", f"/events/{CRASHED}", f"/s/{COMPACTED}", f"/s/{CHILD}",
+                f"/unseen/{CRASHED}", "/search?q=divide", f"/search?q=divide&session={CRASHED}"):
+        assert client.get(url).status_code == 200, url
     assert _snapshot(root_of(store_url)) == before  # the crashed session was not repaired
 
 
@@ -123,7 +124,7 @@ def test_a_token_must_be_long_and_url_safe() -> None:
 
 @pytest.mark.parametrize("path", [
     "/s/..%2F..%2F..%2Fetc%2Fpasswd", "/s/%00", "/events/%2E%2E", "/s/" + "x" * 5000, "/s/%ED%A0%80",
-    "/s/--tmp--%2Fcrashed-session", "/live/absent",
+    "/s/--tmp--%2Fcrashed-session", "/live/absent", "/unseen/absent", "/search?q=x&session=..%2Fetc",
 ])
 def test_unknown_or_malformed_session_ids_are_404(client: TestClient, path: str) -> None:
     response = client.get(path)
