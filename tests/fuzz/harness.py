@@ -18,8 +18,9 @@ from benchmarks.workload import record_workload
 from hypothesis import HealthCheck, settings
 
 from agentlog import AgentlogError, Event, Inspection, SessionNotFoundError, Store
+from agentlog.store.jsonl.paths import TRANSCRIPT_RAW, TRANSCRIPT_ZSTD
 from agentlog.store.jsonl.store import JsonlStore
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, shared_data_dir
 
 Compression = Literal["zstd", "none"]
 T = TypeVar("T")
@@ -74,17 +75,19 @@ def _agentlog_seed(compression: Compression, session_id: str, *, close_turn: boo
         live.flush()
         live.close()
         store.close()
-        path = next(p for p in Path(root).rglob("session.jsonl*") if p.is_file())
+        name = TRANSCRIPT_ZSTD if compression == "zstd" else TRANSCRIPT_RAW  # not the .seek sidecar
+        path = next(Path(root).rglob(name))
         return Seed(session_id, str(path.relative_to(root)), path.read_bytes())
 
 
 @functools.cache
 def jsonl_seeds(compression: Compression) -> tuple[Seed, ...]:
-    """Sessions written by agentlog (closed and mid-turn) and, when present, DSH's own fixtures."""
+    """Sessions written by agentlog (closed and mid-turn) and DSH's own fixtures: those when
+    ``../shared`` is present, and always under CI (``shared_data_dir`` fails there without it)."""
     seeds = [_agentlog_seed(compression, "fz", close_turn=True),
              _agentlog_seed(compression, "fz-open", close_turn=False)]
-    fixtures = SHARED_DATA / "dsh-fixtures"
-    if fixtures.is_dir():
+    if SHARED_DATA.is_dir() or os.environ.get("CI"):
+        fixtures = shared_data_dir() / "dsh-fixtures"
         manifest = {entry["file"]: entry for entry in json.loads((fixtures / "manifest.json").read_text())}
         suffix = ".zstd" if compression == "zstd" else ""
         for name in _DSH_FIXTURES[compression]:

@@ -129,3 +129,11 @@ def test_decoders_decode_or_raise_agentlog_errors(target: str) -> None:
 def test_decoders_long_run(target: str) -> None:
     strategy, check = _TARGETS[target]
     LONG(given(strategy())(check))()
+
+
+def test_the_seeds_are_transcripts_with_lines_and_packed_rows() -> None:
+    """Without ``../shared`` the seeds are agentlog's own: transcripts (not their ``.seek``
+    sidecars), which hold both event lines and packed rows for the samplers above."""
+    assert all(seed.relpath.endswith("session.jsonl") for seed in jsonl_seeds("none"))
+    assert all(seed.relpath.endswith("session.jsonl.zstd") for seed in jsonl_seeds("zstd"))
+    assert _lines() and _rows()

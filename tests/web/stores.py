@@ -8,6 +8,8 @@ import random
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Final
 
 from agentlog import Compactor, ExtractiveSummarizer, Recorder, SessionHeader, open_store
@@ -32,19 +34,35 @@ PAYLOADS: Final = (
 """Hostile strings: each must show up as text and run nothing."""
 
 
-def crash_session(url: str, session_id: str) -> None:
-    """Two complete turns, then a third recorded by a subprocess that is SIGKILLed while its tool runs."""
+def two_turns(url: str, session_id: str) -> None:
+    """A session of two complete turns (the demo's script)."""
     with open_store(url) as store, store.start(SessionHeader(id=session_id, cwd="/work/demo")) as live:
         recorder = Recorder(live)
         record_turn(recorder, 0)
         record_turn(recorder, 1)
+
+
+@contextmanager
+def recording(url: str, session_id: str) -> Iterator[subprocess.Popen[str]]:
+    """A subprocess holding ``session_id``'s writer lock, in turn 3 while its tool runs (the demo's
+    worker); killed with SIGKILL when the block ends, if the caller has not killed it already."""
     with subprocess.Popen([sys.executable, "-m", "agentlog.cli.demo", "worker", url, session_id],
                           stdout=subprocess.PIPE, text=True) as worker:
         assert worker.stdout is not None
         line = worker.stdout.readline()
-        worker.send_signal(signal.SIGKILL)
-        worker.wait()
-    assert line.startswith("READY"), line
+        assert line.startswith("READY"), line
+        try:
+            yield worker
+        finally:
+            worker.send_signal(signal.SIGKILL)
+            worker.wait()
+
+
+def crash_session(url: str, session_id: str) -> None:
+    """Two complete turns, then a third recorded by a subprocess that is SIGKILLed while its tool runs."""
+    two_turns(url, session_id)
+    with recording(url, session_id):
+        pass
 
 
 def compacted_session(url: str, session_id: str) -> None:

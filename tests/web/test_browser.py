@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -26,7 +27,7 @@ from agentlog.cli.demo import record_turn
 from agentlog.cli.render import visible
 from agentlog.store.base import Store
 from tests.web.server import CHROMIUM, ensure_chromium, launch, serving
-from tests.web.stores import COMPACTED, CRASHED, HOSTILE_ID, PARENT, PAYLOADS
+from tests.web.stores import COMPACTED, CRASHED, HOSTILE_ID, PARENT, PAYLOADS, recording, two_turns
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
@@ -36,7 +37,9 @@ FLAG = "Object.defineProperty(window, '__dialogs', {value: [], writable: false})
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def browser(store_url: str) -> Iterator[Any]:
+    """Chromium; the shared store is built first (its compaction refuses to run inside the event
+    loop that Playwright's sync API keeps running)."""
     if not os.path.exists(ensure_chromium()):
         if os.environ.get("CI"):
             pytest.fail(f"{CHROMIUM} is missing (scripts/test.sh installs Debian's chromium)")
@@ -109,6 +112,9 @@ def test_session_page_shows_transcript_surface_bracket_and_chart(page: Any, base
     assert page.locator("#transcript article.shadowed").count() == 13
     assert page.locator("svg.chart path.estimated").count() == 1
     assert page.locator("svg.chart line.compaction").count() == 1
+    assert page.locator("svg.chart text.tick-y").count() >= 3  # a labelled token axis
+    hover = page.locator("svg.chart circle.point title").first.text_content() or ""
+    assert hover.startswith("seq ") and "estimate" in hover and "tokens" in hover
     assert page.errors == []
 
 
@@ -288,3 +294,121 @@ def test_an_imported_claude_code_transcript_shows_claudes_compaction(page: Any, 
         assert f"shadowed: seq 1{DASH}325" in bracket.inner_text()
         assert "compaction checkpoint" in page.inner_text("#surface")
         assert page.errors == [] and page.dialogs == []
+
+
+def test_the_status_follows_the_writer_lock_of_a_real_process(page: Any, tmp_path: Path) -> None:
+    """A recorder in the middle of a slow tool is open; SIGKILLed, the same session is interrupted
+    on its page and on the sessions list at once (no two-minute guess)."""
+    url = f"jsonl://{tmp_path / 'store'}"
+    two_turns(url, "slow-tool")
+    two_turns(url, "finished")
+    with open_store(url, create=False) as store, serving(store) as base, \
+            recording(url, "slow-tool") as writer:
+        page.goto(f"{base}/s/slow-tool")
+        expect(page.locator("#status")).to_have_text("open")
+        assert f"being recorded by process {writer.pid}" in page.inner_text("dl.facts")
+        assert page.locator("p.recovery").count() == 0 and page.locator("section.crash-closed").count() == 0
+        page.screenshot(path=str(_shots(tmp_path) / "session-live.png"))
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        page.reload()
+        expect(page.locator("#status")).to_have_text("interrupted")
+        assert "needs repair: turn 3 was left open" in page.inner_text("dl.facts")
+        assert "Turn 3 was left open" in page.inner_text("p.recovery")
+        page.goto(base + "/")
+        row = page.locator("tr.session-row", has_text="slow-tool")
+        expect(row.locator("span.status")).to_have_text("interrupted")
+        assert "turn 3 was left open" in row.inner_text()
+        finished = page.locator("tr.session-row", has_text="finished")
+        expect(finished.locator("span.status")).to_have_text("ended")
+        page.screenshot(path=str(_shots(tmp_path) / "sessions-status.png"))
+        assert page.errors == []
+
+
+def test_search_outline_and_permalinks_find_their_place(page: Any, base: str, tmp_path: Path) -> None:
+    """Search from the sessions page, open a hit; jump through the outline; a session permalink
+    to a seq the window does not show lands on that event in the inspector."""
+    page.goto(base + "/")
+    page.fill("#search", "calc.divide")
+    page.press("#search", "Enter")
+    page.wait_for_url(f"{base}/search?q=calc.divide")
+    assert int(page.inner_text("#hit-count").split()[0]) >= 3
+    page.screenshot(path=str(_shots(tmp_path) / "search.png"))
+    hit = page.locator("a.hit").first
+    target = hit.get_attribute("href")
+    assert target is not None
+    hit.click()
+    seq = target.rsplit("#seq-", 1)[1]
+    expect(page.locator(f"#seq-{seq}")).to_be_visible()
+    page.goto(f"{base}/s/{COMPACTED}")
+    outline = page.locator("nav.outline")
+    expect(outline.locator("li")).to_have_count(3)
+    assert "compaction" in outline.inner_text()
+    page.screenshot(path=str(_shots(tmp_path) / "session-outline.png"))
+    outline.locator("a", has_text="turn 3").click()
+    assert page.url.endswith("#turn-3")
+    expect(page.locator("#turn-3")).to_be_in_viewport()
+    page.goto(f"{base}/s/{COMPACTED}#seq-0")  # turn/start: no message, so the inspector shows it
+    page.wait_for_url(f"{base}/events/{COMPACTED}?from=0#seq-0")
+    expect(page.locator("#seq-0")).to_be_visible()
+    assert page.errors == []
+
+
+def test_the_fork_tree_draws_the_whole_family(page: Any, tmp_path: Path) -> None:
+    url = f"jsonl://{tmp_path / 'store'}"
+    two_turns(url, "root")
+    with open_store(url) as store:
+        end = len(store.inspect("root").events) - 1
+        for parent, child in (("root", "fork-a"), ("root", "fork-b"), ("fork-a", "fork-a1")):
+            with store.fork(parent, end, child):
+                pass
+    with open_store(url, create=False) as store, serving(store) as base:
+        page.goto(f"{base}/s/fork-a")
+        expect(page.locator(".tree li.this")).to_contain_text("fork of root at seq")
+        expect(page.locator(".tree li.ancestor > a").first).to_have_text("root")
+        expect(page.locator(".tree li.this li.child > a").first).to_have_text("fork-a1")
+        expect(page.locator(".tree li.ancestor li.relative > a").first).to_have_text("fork-b")
+        page.locator(".tree").screenshot(path=str(_shots(tmp_path) / "fork-tree.png"))
+        page.locator(".tree li.relative > a").first.click()
+        page.wait_for_url(f"{base}/s/fork-b")
+        assert page.errors == []
+
+
+def test_what_the_model_no_longer_sees(page: Any, base: str, tmp_path: Path) -> None:
+    page.goto(f"{base}/s/{COMPACTED}")
+    page.click("a.unseen")
+    page.wait_for_url(f"{base}/unseen/{COMPACTED}")
+    expect(page.locator("div.unseen article.msg")).to_have_count(13)
+    assert "13 of 16 log messages" in page.inner_text("#unseen-count")
+    page.screenshot(path=str(_shots(tmp_path) / "unseen.png"))
+    page.locator("p.bracket-ref a").first.click()
+    expect(page.locator("tr.event.target, #events")).not_to_have_count(0)
+    assert page.errors == []
+
+
+def test_a_long_session_is_read_in_windows_of_turns(page: Any, tmp_path: Path) -> None:
+    """The outline jumps into a later window; the window links back to the earlier turns."""
+    from agentlog.web.views import TURNS_PAGE
+
+    url = f"jsonl://{tmp_path / 'store'}"
+    turns = 3 * TURNS_PAGE
+    with open_store(url) as store, store.start(SessionHeader(id="long", cwd="/w")) as live:
+        recorder = Recorder(live)
+        for number in range(turns):
+            with recorder.turn() as turn, turn.step() as step:
+                step.user_message(f"question {number + 1}")
+                step.request_header({"config": {"provider": "p", "model": "m"}})
+                step.text_delta(f"answer {number + 1}")
+                step.assistant()
+    with open_store(url, create=False) as store, serving(store) as base:
+        page.goto(f"{base}/s/long")
+        expect(page.locator("nav.outline li")).to_have_count(turns)
+        expect(page.locator("#transcript section.turn")).to_have_count(TURNS_PAGE)  # one window, not all
+        page.locator("nav.outline a", has_text=f"turn {turns - 1}").click()
+        page.wait_for_url(f"{base}/s/long?turn={2 * TURNS_PAGE}#turn-{turns - 1}")
+        expect(page.locator(f"#turn-{turns - 1}")).to_be_in_viewport()
+        assert page.locator("#turn-1").count() == 0
+        page.click("a.earlier")
+        page.wait_for_url(f"{base}/s/long?turn={TURNS_PAGE}&node=0")
+        expect(page.locator(f"#turn-{TURNS_PAGE + 1}")).to_be_attached()
+        assert page.errors == []

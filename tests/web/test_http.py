@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import signal
 from pathlib import Path
 from urllib.parse import quote
 
@@ -15,7 +16,17 @@ from agentlog.store.base import Store
 from agentlog.web import create_app
 from agentlog.web.guard import check_token
 from tests.web.conftest import root_of
-from tests.web.stores import CHILD, COMPACTED, CRASHED, HOSTILE_ID, PARENT, PAYLOADS, build_all
+from tests.web.stores import (
+    CHILD,
+    COMPACTED,
+    CRASHED,
+    HOSTILE_ID,
+    PARENT,
+    PAYLOADS,
+    build_all,
+    recording,
+    two_turns,
+)
 
 DASH = "\u2013"
 TOKEN = "s3cret-token-0123456789"
@@ -75,8 +86,9 @@ def test_only_get_is_served_and_nothing_is_written(client: TestClient, store_url
     for method in ("POST", "PUT", "PATCH", "DELETE"):
         for url in ("/", f"/s/{CRASHED}", f"/events/{CRASHED}", "/static/viewer.js"):
             assert client.request(method, url).status_code == 405, (method, url)
-    for url in ("/", f"/s/{CRASHED}", f"/events/{CRASHED}", f"/s/{COMPACTED}", f"/s/{CHILD}"):
-        assert client.get(url).status_code == 200
+    for url in ("/", f"/s/{CRASHED}", f"/events/{CRASHED}", f"/s/{COMPACTED}", f"/s/{CHILD}",
+                f"/unseen/{CRASHED}", "/search?q=divide", f"/search?q=divide&session={CRASHED}"):
+        assert client.get(url).status_code == 200, url
     assert _snapshot(root_of(store_url)) == before  # the crashed session was not repaired
 
 
@@ -112,7 +124,7 @@ def test_a_token_must_be_long_and_url_safe() -> None:
 
 @pytest.mark.parametrize("path", [
     "/s/..%2F..%2F..%2Fetc%2Fpasswd", "/s/%00", "/events/%2E%2E", "/s/" + "x" * 5000, "/s/%ED%A0%80",
-    "/s/--tmp--%2Fcrashed-session", "/live/absent",
+    "/s/--tmp--%2Fcrashed-session", "/live/absent", "/unseen/absent", "/search?q=x&session=..%2Fetc",
 ])
 def test_unknown_or_malformed_session_ids_are_404(client: TestClient, path: str) -> None:
     response = client.get(path)
@@ -123,8 +135,7 @@ def test_unknown_or_malformed_session_ids_are_404(client: TestClient, path: str)
 def test_a_crashed_session_is_marked_and_never_repaired(client: TestClient) -> None:
     html = client.get(f"/s/{CRASHED}").text
     text = _text(html)
-    # killed a moment ago: the viewer cannot yet tell a crash from a slow tool (rows.LIVE_MS)
-    assert "open turn 3 is being recorded" in text or "crashed needs repair: turn 3 was left open" in text
+    assert "interrupted needs repair: turn 3 was left open" in text  # no writer holds it: not "open"
     assert "left open by a crash: a load would close it" in text
     assert "synthetic result (crash repair)" in text
     assert "not stored: a load would write it" in text
@@ -350,3 +361,75 @@ def test_the_token_redirect_stays_on_the_viewer(store: Store, target: str, expec
     location = headers["location"]
     assert location == expected
     assert location.startswith("/") and not location.startswith(("//", "/\\"))
+
+
+def _status(html: str, session_id: str | None = None) -> str:
+    """The status badge of the session page, or of ``session_id``'s row on the sessions page."""
+    if session_id is not None:
+        html = html.split(f'href="/s/{quote(session_id, safe="")}"', 1)[1].split("</tr>", 1)[0]
+    found = re.search(r'<span class="status status-[a-z]+"[^>]*>([^<]*)</span>', html)
+    assert found is not None
+    return found.group(1)
+
+
+def test_the_status_comes_from_the_writer_lock_not_the_clock(tmp_path: Path) -> None:
+    """A live writer's session is open however long its tool runs; SIGKILLed a second ago, it is
+    interrupted at once, on the session page and on the sessions list."""
+    url = f"jsonl://{tmp_path / 'store'}"
+    two_turns(url, "slow-tool")
+    two_turns(url, "done")
+    with open_store(url, create=False) as store, recording(url, "slow-tool") as writer, \
+            TestClient(create_app(store, index_in_background=False), base_url="http://127.0.0.1") as client:
+        page = client.get("/s/slow-tool").text
+        assert _status(page) == "open"
+        assert f"turn 3 is being recorded by process {writer.pid}" in _text(page)
+        assert 'class="recovery"' not in page  # no crash banner over a live writer
+        assert _status(client.get("/").text, "slow-tool") == "open"
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        page = client.get("/s/slow-tool").text
+        assert _status(page) == "interrupted"
+        assert "needs repair: turn 3 was left open" in _text(page)
+        assert "Turn 3 was left open" in _text(page)
+        listed = client.get("/").text
+        assert _status(listed, "slow-tool") == "interrupted"
+        row = listed.split('href="/s/slow-tool"', 1)[1].split("</tr>")[0]
+        assert "turn 3 was left open" in _text(row)
+        assert _status(listed, "done") == "ended"
+
+
+def test_a_live_writers_open_turn_is_not_shown_as_a_crash(tmp_path: Path) -> None:
+    url = f"jsonl://{tmp_path / 'store'}"
+    two_turns(url, "slow-tool")
+    with open_store(url, create=False) as store, recording(url, "slow-tool"), \
+            TestClient(create_app(store, index_in_background=False), base_url="http://127.0.0.1") as client:
+        text = _text(client.get("/s/slow-tool").text)
+        assert "being recorded" in text
+        assert "crash" not in text and "a load would write" not in text
+
+
+def test_pages_show_json_and_omit_absent_fields_never_python_reprs(tmp_path: Path) -> None:
+    """OpenAI-style tools (``{"type": "function", "function": {...}}``) and an imported subagent
+    whose header names a parent but no fork boundary (Claude Code's sidechains)."""
+    url = f"jsonl://{tmp_path / 'store'}"
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}},
+             {"type": "custom", "grammar": "x"}]
+    with open_store(url) as store:
+        with store.start(SessionHeader(id="main")) as live, Recorder(live).turn() as turn, \
+                turn.step() as step:
+            step.user_message("hi")
+            step.request_header({"config": {"provider": "p", "model": "m"}, "tools": tools})
+            step.text_delta("hello")
+            step.assistant()
+        with store.start(SessionHeader(id="agent-sub", parent_session="main")) as live, \
+                Recorder(live).turn() as turn, turn.step() as step:
+            step.user_message("subtask")
+    with open_store(url, create=False) as store, \
+            TestClient(create_app(store, index_in_background=False), base_url="http://127.0.0.1") as client:
+        pages = {path: client.get(path).text for path in ("/", "/s/main", "/s/agent-sub")}
+    for path, html in pages.items():
+        assert "FrozenDict" not in html and "FrozenList" not in html and "None" not in html, path
+    tools_line = _text(pages["/s/main"]).split("tools:", 1)[1][:200]
+    assert "read_file" in tools_line and '{"type":"custom","grammar":"x"}' in tools_line.replace("&#34;", '"')
+    assert 'fork of <a href="/s/main">main</a>' in pages["/"]
+    assert "fork of main" in _text(pages["/s/agent-sub"]) and "forked at seq" not in pages["/s/main"]

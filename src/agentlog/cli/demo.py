@@ -16,14 +16,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from agentlog.core.events import Event
 from agentlog.core.header import SessionHeader
+from agentlog.errors import UsageError
 from agentlog.recording.recorder import Recorder, Step
 from agentlog.store.base import Store
 from agentlog.store.urls import open_store
 
-__all__ = ["DemoReport", "run_demo"]
+__all__ = ["DemoReport", "check_demo_store", "run_demo"]
 
 PROVIDER, MODEL = "deepseek", "deepseek-chat"
 HEADER = {
@@ -130,8 +132,19 @@ class DemoReport:
     steps: list[str] = field(default_factory=list)
 
 
+def check_demo_store(store_url: str) -> None:
+    """Refuse ``memory:``: the demo records in a second process and kills it, which needs a shared store."""
+    if urlsplit(store_url).scheme.lower() == "memory":
+        raise UsageError(f"the demo records in a second process and kills it, so it needs a store that "
+                         f"process can open (jsonl:, sqlite: or postgresql:), not {store_url}")
+
+
 def run_demo(store_url: str, *, log: Callable[[str], None] = print) -> DemoReport:
-    """Record, crash (SIGKILL), restore and fork a scripted session in the store at ``store_url``."""
+    """Record, crash (SIGKILL), restore and fork a scripted session in the store at ``store_url``.
+
+    A ``memory:`` store is refused: the demo kills a second process, which cannot reach it.
+    """
+    check_demo_store(store_url)
     store = open_store(store_url)
     try:
         return _run(store, store_url, log)
@@ -183,13 +196,14 @@ def _crash_in_subprocess(store_url: str, session_id: str, log: Callable[[str], N
     """Record turn 3 in a child process and SIGKILL it while its tool runs; return durable count."""
     with subprocess.Popen(  # leaving the block closes the pipe and reaps the child
         [sys.executable, "-m", "agentlog.cli.demo", "worker", store_url, session_id],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     ) as process:
-        assert process.stdout is not None
+        assert process.stdout is not None and process.stderr is not None
         line = _read_line(process.stdout)
         if not line.startswith("READY "):
             process.kill()
-            raise RuntimeError(f"demo worker did not start: {line!r}")
+            said = process.stderr.read().strip().splitlines()
+            raise RuntimeError(f"demo worker did not start: {said[-1] if said else line!r}")
         durable = int(line.split()[1])
         process.send_signal(signal.SIGKILL)
     log(f"a recorder process (pid {process.pid}) started turn 3 and was killed with SIGKILL "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 import orjson
 from rich.table import Table
@@ -9,6 +11,7 @@ from rich.table import Table
 from agentlog.cli import audit, chat, export, importing, lineage, search, serve, sessions, stats, tail, upkeep
 from agentlog.cli.app import State, cli, handled
 from agentlog.cli.render import console, print_json, safe, summary, visible
+from agentlog.store.urls import default_store_url
 
 
 @click.command()
@@ -19,10 +22,12 @@ from agentlog.cli.render import console, print_json, safe, summary, visible
 def demo(state: State, as_json: bool) -> None:
     """Record a scripted coding-agent session, SIGKILL it mid-turn, restore it and fork it.
 
-    Runs offline (no network, no API key) in the default store or --store.
+    Runs offline (no network, no API key) in the default store or --store; not memory:, since
+    the killed recorder is a second process.
     """
-    from agentlog.cli.demo import run_demo
+    from agentlog.cli.demo import check_demo_store, run_demo
 
+    check_demo_store(state.store_url)
     if as_json:
         report = run_demo(state.store_url, log=lambda line: None)
         print_json({"store": state.store_url, "session": report.session_id, "child": report.child_id,
@@ -44,13 +49,19 @@ def demo(state: State, as_json: bool) -> None:
     console.print(table)
     console.print()
     console.print(f"session  {report.session_id}: {report.restored_messages} model messages after restore")
-    console.print(f"         file: {visible(str(report.session_path))}")
+    if report.session_path is not None:
+        console.print(f"         file: {visible(report.session_path)}")
     console.print(f"fork     {report.child_id}: {report.child_events} events, "
                   f"{report.child_messages} model messages (seeded up to seq {report.fork_boundary})")
-    console.print(f"         file: {visible(str(report.child_path))}")
+    if report.child_path is not None:
+        console.print(f"         file: {visible(report.child_path)}")
     console.print()
-    console.print("next: " + f"agentlog show {report.session_id}   ·   agentlog verify {report.session_id}"
-                  f"   ·   agentlog inspect {report.child_id}")
+    prefix = "agentlog"  # the hints name the store unless it is the one they would open anyway
+    if state.store_url != default_store_url():
+        prefix += f" --store {shlex.quote(state.store_url)}"
+    console.print("next: " + "   ·   ".join(f"{prefix} {command}" for command in (
+        f"show {report.session_id}", f"verify {report.session_id}", f"inspect {report.child_id}")),
+        soft_wrap=True)
 
 
 for command in (

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote, unquote
 
-import orjson
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
@@ -24,15 +23,17 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from agentlog.core.jsonvalue import dumps
 from agentlog.core.request_header import canonical_header, event_header
 from agentlog.core.visible import visible
 from agentlog.errors import AgentlogError, SessionNotFoundError
 from agentlog.store.base import Store
 from agentlog.web.chart import pressure_chart
 from agentlog.web.guard import Guard
-from agentlog.web.live import live_events
-from agentlog.web.rows import PAGE_SIZE, SORTS, select, status_of
-from agentlog.web.viewer import Viewer
+from agentlog.web.live import Feeds
+from agentlog.web.outline import outline
+from agentlog.web.rows import PAGE_SIZE, SORTS, last_end, select, status_of
+from agentlog.web.viewer import SEARCH_HITS, Viewer
 from agentlog.web.views import (
     EVENTS_PAGE,
     NODES_PAGE,
@@ -40,18 +41,35 @@ from agentlog.web.views import (
     event_rows,
     surface_items,
     turn_views,
+    unseen_items,
 )
 
 __all__ = ["create_app"]
 
 HERE: Final = Path(__file__).parent
+UNSEEN_SHOWN: Final = 500
+"""Messages the "no longer seen" page renders at most (the inspector has every event)."""
 
 
 def _finalize(value: Any) -> Any:
-    """Every printed string: controls shown as escapes (then autoescaped); markup passes."""
-    if isinstance(value, Markup) or not isinstance(value, str):
+    """Every printed value: strings with controls shown as escapes (then autoescaped), JSON values
+    as JSON (never a Python repr such as ``FrozenDict({...})``), None as nothing; markup passes."""
+    if isinstance(value, Markup):
         return value
-    return visible(value)
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list, tuple)):
+        return visible(dumps(value).decode())
+    return visible(value) if isinstance(value, str) else value
+
+
+def _tool_name(tool: Any) -> str:
+    """A tool's name in any provider's shape (``name``, or OpenAI's ``function.name``), else its JSON."""
+    if isinstance(tool, dict):
+        for holder in (tool, tool.get("function")):
+            if isinstance(holder, dict) and isinstance(holder.get("name"), str):
+                return str(holder["name"])
+    return tool if isinstance(tool, str) else dumps(tool).decode()
 
 
 def _iso(ms: int | None) -> str:
@@ -79,7 +97,8 @@ def _size(value: int | None) -> str:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
                       finalize=_finalize, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(qid=lambda value: quote(str(value), safe=""), iso=_iso, duration=_duration, size=_size)
+    env.filters.update(qid=lambda value: quote(str(value), safe=""), iso=_iso, duration=_duration, size=_size,
+                       tool_name=_tool_name)
     return env
 
 
@@ -111,6 +130,7 @@ class _Pages:
     def __init__(self, viewer: Viewer, env: Environment) -> None:
         self.viewer = viewer
         self.env = env
+        self.feeds = Feeds(viewer)
 
     def render(self, template: str, code: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(template).render(**context), status_code=code)
@@ -130,9 +150,10 @@ class _Pages:
             rows = await run_in_threadpool(self.viewer.rows)
             page = select(rows, query, sort, descending, page.page)
         read = sum(1 for row in rows if row.summary is not None or row.error is not None)
+        statuses = await run_in_threadpool(self.viewer.statuses, page.rows)
         return self.render("sessions.html", page=page, query=query, sort=sort, descending=descending,
-                           sorts=list(SORTS), unreadable=listing.unreadable, read=read, now=_now(),
-                           page_size=PAGE_SIZE)
+                           sorts=list(SORTS), unreadable=listing.unreadable, read=read,
+                           statuses=statuses, page_size=PAGE_SIZE)
 
     async def session(self, request: Request) -> Response:
         session_id = _session_id(request)
@@ -143,21 +164,43 @@ class _Pages:
         fragment = request.query_params.get("fragment")
         turns = await run_in_threadpool(turn_views, events, index, turn)
         nodes = await run_in_threadpool(surface_items, events, index, node)
+        writer = await run_in_threadpool(self.viewer.writer, session_id)
         context: dict[str, Any] = dict(session_id=session_id, loaded=loaded, index=index, turns=turns,
                                        nodes=nodes, turn=turn, node=node, turns_page=TURNS_PAGE,
-                                       nodes_page=NODES_PAGE)
+                                       nodes_page=NODES_PAGE, live=writer is not None,
+                                       fragment=fragment)
         if fragment == "transcript":
             return self.render("transcript.html", **context)
         if fragment == "surface":
             return self.render("surface.html", **context)
         ancestors, children = await run_in_threadpool(self.viewer.lineage, loaded.header)
+        family = await run_in_threadpool(self.viewer.family, loaded.header)
+        forks = [child.seed_length - 1 for child in children if child.seed_length]
+        turn_outline = await run_in_threadpool(lambda: outline(events, index, forks, live=writer is not None))
         request_header = (canonical_header(event_header(events[index.header_seq]))
                           if index.header_seq is not None else None)
         chart = Markup(pressure_chart(index.steps, index.brackets, index.context_window))
-        status = status_of(index.last_time, loaded.inspection.recovery, _now())
+        status = status_of(loaded.inspection.recovery, writer, last_end(index))
         return self.render("session.html", ancestors=ancestors, children=children, chart=chart,
+                           outline=turn_outline, family=family,
+                           ancestor_ids={ancestor.id for ancestor in ancestors},
                            request_header=request_header,
                            status=status, recovery=loaded.inspection.recovery, **context)
+
+    async def unseen(self, request: Request) -> Response:
+        session_id = _session_id(request)
+        loaded = await run_in_threadpool(self.viewer.load, session_id)
+        items, total = await run_in_threadpool(unseen_items, loaded.inspection.events, loaded.index)
+        return self.render("unseen.html", session_id=session_id, index=loaded.index, items=items,
+                           total=total, limit=UNSEEN_SHOWN)
+
+    async def search(self, request: Request) -> Response:
+        text = request.query_params.get("q", "")[:200]
+        session = request.query_params.get("session") or None
+        result = None
+        if text.strip():
+            result = await run_in_threadpool(self.viewer.search, text, session)
+        return self.render("search.html", text=text, session=session, result=result, limit=SEARCH_HITS)
 
     async def events(self, request: Request) -> Response:
         session_id = _session_id(request)
@@ -179,8 +222,8 @@ class _Pages:
 
         async def stream() -> AsyncIterator[bytes]:
             yield b": live\n\n"
-            async for batch in live_events(self.viewer, session_id, start, request.is_disconnected):
-                yield b"event: events\ndata: " + orjson.dumps(batch) + b"\n\n"
+            async for message in self.feeds.follow(session_id, start, request.is_disconnected):
+                yield message
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
@@ -195,10 +238,6 @@ class _Pages:
                            message=f"{type(exc).__name__}: {exc}")
 
 
-def _now() -> int:
-    return int(datetime.datetime.now(tz=datetime.UTC).timestamp() * 1000)
-
-
 def create_app(store: Store, *, token: str | None = None, index_in_background: bool = True) -> Any:
     """The viewer as an ASGI app over ``store`` (read-only; the caller closes the store).
 
@@ -211,6 +250,8 @@ def create_app(store: Store, *, token: str | None = None, index_in_background: b
         Route("/", pages.sessions, methods=["GET"]),
         Route("/s/{session_id:path}", pages.session, methods=["GET"]),
         Route("/events/{session_id:path}", pages.events, methods=["GET"]),
+        Route("/search", pages.search, methods=["GET"]),
+        Route("/unseen/{session_id:path}", pages.unseen, methods=["GET"]),
         Route("/live/{session_id:path}", pages.live, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]

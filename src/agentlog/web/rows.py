@@ -10,10 +10,8 @@ from agentlog.core.header import SessionHeader
 from agentlog.store.records import Recovery
 from agentlog.web.scan import SessionIndex
 
-__all__ = ["LIVE_MS", "PAGE_SIZE", "SORTS", "Row", "RowsPage", "Summary", "select", "status_of", "summarize"]
+__all__ = ["PAGE_SIZE", "SORTS", "Row", "RowsPage", "Summary", "select", "last_end", "status_of", "summarize"]
 
-LIVE_MS: Final = 120_000
-"""An open turn whose last event is younger than this is taken as being recorded, not crashed."""
 PAGE_SIZE: Final = 50
 
 
@@ -28,10 +26,12 @@ class Summary:
     size: int | None
     last_activity: int | None
     recovery: Recovery | None
+    last_end: str | None = None
+    """How the last closed turn ended (its ``reason.kind``), None when no turn ended."""
 
-    def status(self, now_ms: int) -> tuple[str, str]:
-        """``(status, detail)`` now: ``open``, ``ended`` or ``crashed`` (see ``status_of``)."""
-        return status_of(self.last_activity, self.recovery, now_ms)
+    def status(self, writer: int | None) -> tuple[str, str]:
+        """``(status, detail)`` given the pid holding the writer lock (see ``status_of``)."""
+        return status_of(self.recovery, writer, self.last_end)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,26 +55,43 @@ class RowsPage:
     pages: int
 
 
-def status_of(last_time: int | None, recovery: Recovery | None, now_ms: int) -> tuple[str, str]:
-    """``(status, detail)``: ``ended`` when every turn is closed; an open turn with recent events
-    is ``open`` (being recorded); an older one, or a torn tail, is ``crashed`` (a load repairs it)."""
-    if recovery is None:
-        return "ended", "every turn is closed"
-    age = None if last_time is None else now_ms - last_time
-    if recovery.torn:
+def status_of(recovery: Recovery | None, writer: int | None, last_end: str | None) -> tuple[str, str]:
+    """``(status, detail)`` from the truth, as ``verify`` tells it: ``open`` while a process holds
+    the writer lock (``writer``, its pid); else ``interrupted`` when a load would repair the log
+    (an unclosed turn, a torn tail); else ``error`` when the last turn ended in an error or was
+    closed by crash repair, and ``ended`` otherwise."""
+    if writer is not None:
+        if recovery is not None and recovery.turn is not None:
+            return "open", f"turn {recovery.turn} is being recorded by process {writer}"
+        return "open", f"process {writer} holds the writer lock (between turns)"
+    if recovery is not None and recovery.torn:
         where = f" ({recovery.torn_bytes} bytes at offset {recovery.torn_offset})" if recovery.torn_bytes \
             else ""
-        return "crashed", f"needs repair: a torn tail is ignored{where}"
-    if age is not None and age < LIVE_MS:
-        return "open", f"turn {recovery.turn} is being recorded (last event {age // 1000} s ago)"
-    return "crashed", (f"needs repair: turn {recovery.turn} was left open; loading it writes "
-                       f"{len(recovery.closers)} synthetic events")
+        return "interrupted", f"needs repair: a torn tail is ignored{where}"
+    if recovery is not None:
+        count = len(recovery.closers)
+        return "interrupted", (f"needs repair: turn {recovery.turn} was left open; loading it writes "
+                               f"{count} synthetic event{'' if count == 1 else 's'}")
+    if last_end == "error":
+        return "error", "the last turn ended in an error"
+    if last_end == "interrupted":
+        return "error", "the last turn was interrupted (closed by crash repair)"
+    return "ended", "every turn is closed"
 
 
 def summarize(index: SessionIndex, recovery: Recovery | None, size: int | None) -> Summary:
     """The row summary of an indexed session."""
     turns = sum(1 for span in index.turns if span.number is not None)
-    return Summary(index.title, index.model, turns, index.stored, size, index.last_time, recovery)
+    return Summary(index.title, index.model, turns, index.stored, size, index.last_time, recovery,
+                   last_end(index))
+
+
+def last_end(index: SessionIndex) -> str | None:
+    """The ``reason.kind`` of the last stored turn that ended (closers a load would write excluded)."""
+    for span in reversed(index.turns):
+        if span.number is not None and span.ended is not None and span.repair != "pending":
+            return span.reason
+    return None
 
 
 def _text(row: Row) -> str:

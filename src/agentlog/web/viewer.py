@@ -20,14 +20,20 @@ from agentlog.core.events import Event
 from agentlog.core.header import SessionHeader
 from agentlog.core.jsonvalue import valid_text
 from agentlog.errors import SessionNotFoundError
+from agentlog.ops.search import SearchResult, find_in_events, search_store
 from agentlog.store.base import Store
 from agentlog.store.records import Inspection, Listing
+from agentlog.store.writer_probe import writer_pid
 from agentlog.web.rows import Row, Summary, summarize
 from agentlog.web.scan import SessionIndex, index_session
 
-__all__ = ["MAX_ID_LENGTH", "Loaded", "Viewer"]
+__all__ = ["MAX_ID_LENGTH", "SEARCH_HITS", "ForkNode", "Loaded", "Viewer"]
 
 MAX_ID_LENGTH: Final = 4096
+FAMILY_LIMIT: Final = 200
+"""Sessions drawn in one fork tree at most."""
+SEARCH_HITS: Final = 200
+"""Hits the search page lists (it says how many more it found)."""
 OPEN_SESSIONS: Final = 4
 """Inspected sessions kept in memory (the T = 1000 session holds about 100 MB)."""
 
@@ -42,6 +48,14 @@ class Loaded:
     @property
     def header(self) -> SessionHeader:
         return self.inspection.header
+
+
+@dataclass(frozen=True, slots=True)
+class ForkNode:
+    """A session in a fork tree, with its forks."""
+
+    header: SessionHeader
+    children: tuple[ForkNode, ...]
 
 
 class Viewer:
@@ -122,6 +136,27 @@ class Viewer:
                               key=lambda child: (child.created_at, child.id))
             return ancestors, children
 
+    def family(self, header: SessionHeader, *, limit: int = FAMILY_LIMIT) -> ForkNode:
+        """The fork tree the session belongs to, from its topmost listed ancestor down (at most
+        ``limit`` sessions, children by creation time)."""
+        ancestors, _ = self.lineage(header)
+        root = ancestors[0] if ancestors else header
+        budget = [limit]
+        with self._lock:
+            return self._subtree(root, set(), budget)
+
+    def _subtree(self, header: SessionHeader, seen: set[str], budget: list[int]) -> ForkNode:
+        seen.add(header.id)
+        budget[0] -= 1
+        nodes = []
+        children = sorted(self._children.get(header.id, []), key=lambda child: (child.created_at, child.id))
+        for child in children:
+            if budget[0] <= 0:
+                break
+            if child.id not in seen:
+                nodes.append(self._subtree(child, seen, budget))
+        return ForkNode(header, tuple(nodes))
+
     # -- sessions ---------------------------------------------------------------------------
 
     def load(self, session_id: str) -> Loaded:
@@ -158,6 +193,28 @@ class Viewer:
         except Exception:
             return None
         return os.stat(where).st_size if where and os.path.isfile(where) else None
+
+    def writer(self, session_id: str) -> int | None:
+        """The pid of the process holding the session's writer lock (``verify``'s check, which never
+        takes the lock), None when none does or the backend cannot tell."""
+        try:
+            return writer_pid(self.store, session_id)
+        except OSError:
+            return None
+
+    def statuses(self, rows: list[Row]) -> list[tuple[str, str] | None]:
+        """Each row's ``(status, detail)`` now (None for a row not read yet)."""
+        return [None if row.summary is None else row.summary.status(self.writer(row.header.id))
+                for row in rows]
+
+    def search(self, text: str, session_id: str | None = None) -> SearchResult:
+        """Messages containing ``text`` (any case): in one listed session (its cached log), or in
+        every session through the store's search index where it has one (``ops.search``)."""
+        if session_id is None:
+            return search_store(self.store, text)
+        loaded = self.load(session_id)
+        stored = loaded.inspection.events[: loaded.index.stored]
+        return SearchResult(find_in_events(session_id, stored, text))
 
     def new_events(self, session_id: str, from_seq: int) -> list[Event]:
         """Stored events from ``from_seq`` on (the live feed polls this)."""

@@ -18,7 +18,7 @@ from agentlog.core.packed import ChunkRun
 from agentlog.web.scan import Bracket, SessionIndex, TurnSpan, slots
 
 __all__ = [
-    "EVENTS_PAGE", "NODES_PAGE", "TURNS_PAGE", "Block", "EventRow", "Item", "TurnView",
+    "EVENTS_PAGE", "NODES_PAGE", "TURNS_PAGE", "Block", "EventRow", "Item", "TurnView", "unseen_items",
     "event_rows", "message_item", "surface_items", "turn_views",
 ]
 
@@ -83,26 +83,31 @@ def _json(value: Any) -> str:
     return value if isinstance(value, str) else dumps(value).decode()
 
 
+def _label(value: Any) -> str:
+    """A name or id to print: the string, JSON for anything else, nothing when absent."""
+    return "" if value is None else _json(value)
+
+
 def _blocks(content: Any) -> list[Block]:
     blocks: list[Block] = []
     for block in content if isinstance(content, (list, tuple)) else ():
         kind = block.get("type") if isinstance(block, dict) else None
         if kind in ("text", "reasoning"):
-            text, clipped = _clip(str(block.get("text", "")))
+            text, clipped = _clip(_label(block.get("text")))
             blocks.append(Block(str(kind), text, clipped=clipped))
         elif kind == "tool-call":
             text, clipped = _clip(_json(block.get("arguments")))
-            blocks.append(Block("tool-call", text, label=str(block.get("name")), clipped=clipped))
+            blocks.append(Block("tool-call", text, label=_label(block.get("name")), clipped=clipped))
         elif kind == "tool-result":
             inner = block.get("content")
             parts = [str(part.get("text", "")) if isinstance(part, dict) and part.get("type") == "text"
                      else _json(part) for part in (inner if isinstance(inner, (list, tuple)) else ())]
             text, clipped = _clip("\n".join(parts))
-            blocks.append(Block("tool-result", text, label=str(block.get("toolCallId")),
+            blocks.append(Block("tool-result", text, label=_label(block.get("toolCallId")),
                                 error=block.get("isError") is True, clipped=clipped))
         else:
             text, clipped = _clip(_json(block))
-            blocks.append(Block("other", text, label=str(kind), clipped=clipped))
+            blocks.append(Block("other", text, label=_label(kind), clipped=clipped))
     return blocks
 
 
@@ -147,6 +152,27 @@ def turn_views(events: Sequence[Event], index: SessionIndex, first: int,
                 view.items.append(message_item(event, message, index))
         views.append(view)
     return views
+
+
+def unseen_items(events: Sequence[Event], index: SessionIndex) -> tuple[list[Item], int]:
+    """``(items, messages in the log)``: the log's messages the surface no longer holds (shadowed
+    by a compaction, or removed by another surface operation), in log order."""
+    in_surface = set(index.nodes)
+    items: list[Item] = []
+    total = 0
+    for seq, entry in slots(events, 0, index.stored):
+        if entry.__class__ is ChunkRun or entry.type == ASSISTANT_CHUNK:
+            continue
+        event: Event = entry  # type: ignore[assignment]
+        if event.surface_op != "append":
+            continue
+        message = event_message(event)
+        if message is None:
+            continue
+        total += 1
+        if seq not in in_surface:
+            items.append(message_item(event, message, index))
+    return items, total
 
 
 def surface_items(events: Sequence[Event], index: SessionIndex, first: int,

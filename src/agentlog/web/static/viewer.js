@@ -47,8 +47,15 @@ function watchMore(root) {
 function followPermalink() {
   const match = /^#seq-(\d+)$/.exec(window.location.hash);
   const table = document.getElementById("events");
-  if (!match || !table || document.getElementById("seq-" + match[1])) return;
+  const session = document.getElementById("session");
+  if (!match || document.getElementById("seq-" + match[1])) return;
   const seq = Number(match[1]);
+  if (session && session.dataset.events) {
+    // not a message of the turns this window shows: the event inspector has every seq
+    window.location.replace(session.dataset.events + "?from=" + seq + "#seq-" + seq);
+    return;
+  }
+  if (!table) return;
   const params = new URLSearchParams(window.location.search);
   if (params.get("from") === String(seq) && params.get("expand") === "1") return;
   params.set("from", String(seq));
@@ -106,3 +113,4 @@ document.addEventListener("DOMContentLoaded", () => {
   followPermalink();
   followLive();
 });
+window.addEventListener("hashchange", followPermalink);
