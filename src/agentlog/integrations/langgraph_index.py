@@ -1,0 +1,149 @@
+"""What a LangGraph thread's events say now: a fold over its ``langgraph/*`` events.
+
+The index keeps the checkpoints in view per namespace, the pending writes of each, and every
+channel blob ever logged (removed checkpoints keep their blobs: a later value may extend them).
+It rebuilds a channel value from its chain of list extensions and keeps the last one it built
+per channel, so the next checkpoint can be logged as that value plus its new items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from agentlog.core.events import Event
+from agentlog.errors import SessionCorruptionError
+from agentlog.integrations.langgraph_records import (
+    CHECKPOINT,
+    EVENT_TYPES,
+    REMOVED,
+    WRITES,
+    Serde,
+    decode_payload,
+    from_plain_or_serde,
+)
+
+__all__ = ["ThreadIndex"]
+
+WriteEntry = tuple[str, int, str, Any, str]
+"""task id, index, channel, payload, task path."""
+
+
+class ThreadIndex:
+    """The checkpoints, writes and blobs of one thread's session, updated event by event."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.checkpoints: dict[str, dict[str, Mapping[str, Any]]] = {}
+        self.writes: dict[tuple[str, str], dict[tuple[str, int], WriteEntry]] = {}
+        self.blobs: dict[tuple[str, str, Any], Mapping[str, Any]] = {}
+        self.values: dict[tuple[str, str], tuple[Any, list[Any]]] = {}
+        """The last list value built or stored per (namespace, channel), with its version."""
+
+    @classmethod
+    def of(cls, session_id: str, events: Iterable[Event]) -> ThreadIndex:
+        """The index of a whole log (events of other types are skipped)."""
+        index = cls(session_id)
+        for event in events:
+            if event.type in EVENT_TYPES:
+                index.add(event.type, event.data)
+        return index
+
+    def add(self, kind: str, data: Mapping[str, Any]) -> None:
+        """Fold one ``langgraph/*`` event's data in."""
+        if kind == CHECKPOINT:
+            ns = data["ns"]
+            self.checkpoints.setdefault(ns, {})[data["id"]] = data
+            for blob in data["blobs"]:
+                self.blobs[(ns, blob["channel"], blob["version"])] = blob
+        elif kind == WRITES:
+            stored = self.writes.setdefault((data["ns"], data["checkpoint"]), {})
+            for index, channel, payload in data["writes"]:
+                key = (data["task"], index)
+                if index < 0 or key not in stored:  # special channels (error, interrupt) are replaced
+                    stored[key] = (data["task"], index, channel, payload, data["path"])
+        elif kind == REMOVED:
+            for ns, checkpoint_id in data["checkpoints"]:
+                self.checkpoints.get(ns, {}).pop(checkpoint_id, None)
+                self.writes.pop((ns, checkpoint_id), None)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def find(self, ns: str, checkpoint_id: str | None) -> Mapping[str, Any] | None:
+        """The checkpoint ``checkpoint_id`` of ``ns``, or its latest (the greatest id) when None."""
+        in_ns = self.checkpoints.get(ns)
+        if not in_ns:
+            return None
+        if checkpoint_id is None:
+            return in_ns[max(in_ns)]
+        return in_ns.get(checkpoint_id)
+
+    def newest_first(self, ns: str | None) -> list[Mapping[str, Any]]:
+        """Every checkpoint in view (of ``ns``, or of all namespaces), greatest id first."""
+        spaces = self.checkpoints.values() if ns is None else [self.checkpoints.get(ns, {})]
+        records = [record for space in spaces for record in space.values()]
+        records.sort(key=lambda record: record["id"], reverse=True)
+        return records
+
+    def fresh_writes(self, ns: str, checkpoint_id: str, task_id: str,
+                     writes: Iterable[tuple[int, str, Any]]) -> list[tuple[int, str, Any]]:
+        """The writes not logged yet: a repeated ``(task, index)`` is idempotent, special ones replace."""
+        stored = self.writes.get((ns, checkpoint_id), {})
+        return [(index, channel, value) for index, channel, value in writes
+                if index < 0 or (task_id, index) not in stored]
+
+    def pending_writes(self, ns: str, checkpoint_id: str, serde: Serde) -> list[tuple[str, str, Any]]:
+        """The checkpoint's writes in ``writes_sort_key`` order (task path, task id, index)."""
+        stored = sorted(self.writes.get((ns, checkpoint_id), {}).values(),
+                        key=lambda entry: (entry[4], entry[0], entry[1]))
+        return [(task, channel, serde.loads_typed(decode_payload(payload)))
+                for task, _index, channel, payload, _path in stored]
+
+    def channel_values(self, ns: str, versions: Mapping[str, Any], serde: Serde) -> dict[str, Any]:
+        """The channel values at ``versions`` (channels without a stored value are left out)."""
+        values: dict[str, Any] = {}
+        for channel, version in versions.items():
+            blob = self.blobs.get((ns, channel, version))
+            if blob is None or ("value" not in blob and "base" not in blob):
+                continue
+            values[channel] = self.value(ns, channel, version, serde)
+        return values
+
+    def value(self, ns: str, channel: str, version: Any, serde: Serde) -> Any:
+        """One channel's value at ``version``: its snapshot plus every extension after it, in order."""
+        cached = self.values.get((ns, channel))
+        if cached is not None and cached[0] == version:
+            return list(cached[1])
+        parts: list[Any] = []
+        at = version
+        while True:
+            blob = self.blobs.get((ns, channel, at))
+            if blob is None or len(parts) > len(self.blobs):
+                raise SessionCorruptionError(
+                    f"langgraph channel {channel!r} (namespace {ns!r}) version {version!r} extends "
+                    f"version {at!r}, which the log does not hold whole", session_id=self.session_id)
+            if "base" not in blob:
+                base = serde.loads_typed(decode_payload(blob["value"]))
+                break
+            parts.append(blob["items"])
+            at = blob["base"]
+            if cached is not None and cached[0] == at:
+                base = cached[1]
+                break
+        if not parts and type(base) is not list:
+            return base
+        value = list(base)
+        for part in reversed(parts):
+            value.extend(serde.loads_typed(decode_payload(part)))
+        self.values[(ns, channel)] = (version, value)
+        return list(value)
+
+    def remember(self, ns: str, channel: str, version: Any, value: Any) -> None:
+        """Keep a list value just logged, so the next checkpoint can extend it."""
+        if type(value) is list:
+            self.values[(ns, channel)] = (version, list(value))
+
+    def decoded(self, record: Mapping[str, Any], serde: Serde) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A checkpoint record's fields (without values) and metadata."""
+        return (from_plain_or_serde(record["checkpoint"], serde),
+                from_plain_or_serde(record["metadata"], serde))
