@@ -117,9 +117,10 @@ class AgentlogSaver(BaseCheckpointSaver[str]):
         await asyncio.to_thread(self.close)
 
     def get_next_version(self, current: str | None, channel: None = None) -> str:
-        """A zero-padded counter with a random tail: branches of one thread never reuse a version."""
+        """A zero-padded counter with a random tail, so two branches of a thread (time travel) never
+        share a version: ``000000000007.3f2a9c01b4de``."""
         number = 0 if current is None else int(str(current).split(".")[0])
-        return f"{number + 1:032}.{random.random():016}"
+        return f"{number + 1:012}.{random.getrandbits(48):012x}"
 
     # -- threads -----------------------------------------------------------------------------
 

@@ -1,0 +1,96 @@
+"""Small real LangGraph graphs for the AgentlogSaver tests (and the crash worker's ``__main__``).
+
+Usage: python -m tests.integrations.langgraph_graphs STORE_URL THREAD TURNS
+  records TURNS chat turns on THREAD, printing ``ACK <checkpoint id>`` as each ``put`` returns.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import interrupt
+
+from agentlog.integrations.langgraph import AgentlogSaver
+
+FILLER = "the quick brown fox jumps over the lazy dog " * 4
+"""About 180 characters: every message of a turn has the same size, so storage per turn is flat."""
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def reply(state: Chat) -> dict[str, Any]:
+    """The model: one assistant message answering the last user message."""
+    last = state["messages"][-1]
+    return {"messages": [AIMessage(content=f"re: {last.content}", id=f"ai-{len(state['messages'])}")]}
+
+
+def chat_graph(saver: AgentlogSaver) -> Any:
+    """START -> reply -> END over an ``add_messages`` channel."""
+    builder = StateGraph(Chat)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=saver)
+
+
+def approval(state: Chat) -> dict[str, Any]:
+    """Human in the loop: pause for a decision, then log it."""
+    decision = interrupt({"question": "send it?", "draft": state["messages"][-1].content})
+    answer = HumanMessage(content=f"decision: {decision}", id=f"decision-{len(state['messages'])}")
+    return {"messages": [answer]}
+
+
+def approval_graph(saver: AgentlogSaver | None, *, subgraph: bool = False) -> Any:
+    """reply -> approval (interrupts) -> END; with ``subgraph`` the two run inside a child graph."""
+    builder = StateGraph(Chat)
+    builder.add_node("reply", reply)
+    builder.add_node("approval", approval)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", "approval")
+    builder.add_edge("approval", END)
+    if not subgraph:
+        return builder.compile(checkpointer=saver)
+    outer = StateGraph(Chat)
+    outer.add_node("inner", builder.compile())
+    outer.add_edge(START, "inner")
+    outer.add_edge("inner", END)
+    return outer.compile(checkpointer=saver)
+
+
+def user(turn: int) -> dict[str, Any]:
+    """The input of turn ``turn``: one user message of the filler's size."""
+    return {"messages": [HumanMessage(content=f"turn {turn}: {FILLER}", id=f"user-{turn}")]}
+
+
+def config(thread: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+    configurable: dict[str, Any] = {"thread_id": thread}
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+class AckingSaver(AgentlogSaver):
+    """Prints the id of each checkpoint once ``put`` has returned (it is durable then)."""
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        stored = super().put(config, checkpoint, metadata, new_versions)
+        print(f"ACK {stored['configurable']['checkpoint_id']}", flush=True)
+        return stored
+
+
+def main(url: str, thread: str, turns: int) -> None:
+    saver = AckingSaver(url)
+    graph = chat_graph(saver)
+    for turn in range(1, turns + 1):
+        graph.invoke(user(turn), config(thread))
+    saver.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
