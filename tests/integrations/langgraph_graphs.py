@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
@@ -36,6 +36,38 @@ def chat_graph(saver: AgentlogSaver) -> Any:
     builder.add_node("reply", reply)
     builder.add_edge(START, "reply")
     builder.add_edge("reply", END)
+    return builder.compile(checkpointer=saver)
+
+
+def agent(state: Chat) -> dict[str, Any]:
+    """A ReAct model: a ``read_file`` call after each user message, then an answer."""
+    last = state["messages"][-1]
+    step = len(state["messages"])
+    route = {"model_provider": "deepseek", "model_name": "deepseek-chat"}
+    if isinstance(last, HumanMessage):
+        call = {"id": f"call-{step}", "name": "read_file", "args": {"path": f"notes-{step}.md"}}
+        return {"messages": [AIMessage(content="Let me look.", id=f"ai-{step}", tool_calls=[call],
+                                       response_metadata=route)]}
+    answer = AIMessage(content=f"It says: {last.content}", id=f"ai-{step}", response_metadata=route)
+    return {"messages": [answer]}
+
+
+def tools(state: Chat) -> dict[str, Any]:
+    """The tool node: answers every call of the last assistant message."""
+    calls = state["messages"][-1].tool_calls
+    return {"messages": [ToolMessage(content=f"contents of {call['args']['path']}", tool_call_id=call["id"],
+                                     name=call["name"], id=f"tool-{call['id']}") for call in calls]}
+
+
+def react_graph(saver: AgentlogSaver) -> Any:
+    """agent -> tools -> agent ... until the agent answers without a call."""
+    builder = StateGraph(Chat)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", tools)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", lambda state: "tools" if state["messages"][-1].tool_calls else END,
+                                  ["tools", END])
+    builder.add_edge("tools", "agent")
     return builder.compile(checkpointer=saver)
 
 

@@ -21,12 +21,13 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from agentlog import thaw
+from agentlog import check_invariants, thaw
 from agentlog.integrations.langgraph import AgentlogSaver
 from agentlog.integrations.langgraph_records import CHECKPOINT, EVENT_TYPES
 from agentlog.store.jsonl.store import JsonlStore
+from tests.cli.conftest import invoke
 from tests.contract.conftest import StoreFactory, backend  # noqa: F401 (open_store runs on every backend)
-from tests.integrations.langgraph_graphs import approval_graph, chat_graph, config, user
+from tests.integrations.langgraph_graphs import approval_graph, chat_graph, config, react_graph, user
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,12 +75,53 @@ def test_graph_state_round_trips_across_a_restart_on_every_backend(open_store: S
     again.close()
 
 
-def test_every_event_is_an_ignorable_plugin_event(open_store: StoreFactory) -> None:
+def test_checkpoints_are_ignorable_plugin_events_and_messages_are_turns(open_store: StoreFactory) -> None:
     with AgentlogSaver(open_store()) as saver:
         record(saver, "t1", range(1, 3))
     events = open_store().load("t1").events
-    assert {event.type for event in events} <= EVENT_TYPES
-    assert all(event.ignorable for event in events)
+    plugin = [event for event in events if event.type.startswith("langgraph/")]
+    assert {event.type for event in plugin} <= EVENT_TYPES and all(event.ignorable for event in plugin)
+    check_invariants(events)
+    assert [(m["role"], m["content"][0]["text"]) for m in transcript_messages(open_store(), "t1")] == [
+        ("user", user(1)["messages"][0].content), ("assistant", f"re: {user(1)['messages'][0].content}"),
+        ("user", user(2)["messages"][0].content), ("assistant", f"re: {user(2)['messages'][0].content}")]
+
+
+def test_a_react_thread_reads_as_a_session_in_show_search_and_audit(tmp_path: Path) -> None:
+    url = f"jsonl://{tmp_path / 'root'}"
+    with AgentlogSaver(url) as saver:
+        graph = react_graph(saver)
+        for turn in (1, 2):
+            graph.invoke(user(turn), config("t1"))
+        state = graph.get_state(config("t1")).values["messages"]
+    with JsonlStore(tmp_path / "root") as store:
+        check_invariants(store.load("t1").events)
+        surface = transcript_messages(store, "t1")
+    assert len(surface) == len(state) == 8
+    assert [m["role"] for m in surface] == ["user", "assistant", "user", "assistant"] * 2
+    assert surface[1]["content"][1] == {"type": "tool-call", "id": "call-1", "name": "read_file",
+                                        "arguments": '{"path": "notes-1.md"}'}
+    assert surface[1]["source"] == {"kind": "model", "provider": "deepseek", "model": "deepseek-chat",
+                                    "replayState": surface[1]["source"]["replayState"]}
+    assert surface[2]["source"]["kind"] == "tool" and surface[2]["source"]["callId"] == "call-1"
+    shown = invoke(url, "show", "t1")
+    assert shown.exit_code == 0 and "→ read_file" in shown.output and "contents of notes-1.md" in shown.output
+    found = invoke(url, "search", "notes-5")
+    assert found.exit_code == 0 and "3 messages in 1 session" in found.output
+    audited = invoke(url, "audit", "t1")
+    assert audited.exit_code == 0 and "reviewable" in audited.output
+
+
+def test_messages_can_stay_out_of_the_transcript(open_store: StoreFactory) -> None:
+    with AgentlogSaver(open_store(), messages=False) as saver:
+        record(saver, "t1", range(1, 3))
+    assert {event.type for event in open_store().load("t1").events} <= EVENT_TYPES
+
+
+def transcript_messages(store: Any, thread: str) -> list[Any]:
+    """The messages a session shows (its surface), as ``agentlog show`` reads them."""
+    with store.open(thread) as live:
+        return list(live.session.derive_messages())
 
 
 def test_values_the_serde_supports_round_trip_exactly(open_store: StoreFactory) -> None:

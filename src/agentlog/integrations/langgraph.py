@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import logging
 import random
 import threading
 from collections import OrderedDict
@@ -21,7 +22,13 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final
 
-from agentlog.errors import MissingExtraError, SessionLockedError, SessionNotFoundError, UsageError
+from agentlog.errors import (
+    AgentlogError,
+    MissingExtraError,
+    SessionLockedError,
+    SessionNotFoundError,
+    UsageError,
+)
 from agentlog.integrations.langgraph_index import ThreadIndex
 from agentlog.integrations.langgraph_records import (
     CHECKPOINT,
@@ -49,6 +56,8 @@ try:
         get_checkpoint_metadata,
     )
     from langgraph.checkpoint.serde.base import SerializerProtocol
+
+    from agentlog.integrations.langgraph_messages import OpenCalls, log_messages, new_messages
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingExtraError(
         "agentlog.integrations.langgraph needs LangGraph: pip install 'agentlog[langgraph]'"
@@ -57,6 +66,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["AgentlogSaver"]
 
 PRUNE_STRATEGIES: Final = ("keep_latest", "delete")
+logger = logging.getLogger("agentlog")
 
 
 @dataclass(slots=True)
@@ -65,6 +75,8 @@ class _Thread:
 
     live: LiveSession | None
     index: ThreadIndex
+    open_calls: OpenCalls | None = None
+    """Tool calls of the logged messages not answered yet (None: not read from the surface yet)."""
 
 
 class AgentlogSaver(BaseCheckpointSaver[str]):
@@ -73,12 +85,15 @@ class AgentlogSaver(BaseCheckpointSaver[str]):
     ``store`` is a ``Store`` or a store URL (then this saver owns and closes it). A thread's
     session is opened, holding its writer lock, the first time the saver writes or reads it, and
     stays open until ``close()`` (the ``max_threads`` most recently used are kept). A thread
-    another process holds is read without its lock. Calls run one at a time.
+    another process holds is read without its lock. Calls run one at a time. With ``messages``
+    (the default) the LangChain messages a root checkpoint adds are also logged as agentlog
+    turns (``agentlog.integrations.langgraph_messages``).
     """
 
     def __init__(self, store: Store | str, *, serde: SerializerProtocol | None = None, durable: bool = True,
-                 max_threads: int = 64) -> None:
+                 messages: bool = True, max_threads: int = 64) -> None:
         super().__init__(serde=serde)
+        self.messages = messages
         self._owns_store = isinstance(store, str)
         self.store: Store = open_store(store) if isinstance(store, str) else store
         self.durable = durable
@@ -257,13 +272,35 @@ class AgentlogSaver(BaseCheckpointSaver[str]):
             index = thread.index
             blobs = [blob_record(channel, version, values, self.serde, index.values.get((ns, channel)))
                      for channel, version in new_versions.items()]
+            logged = self._log_messages(thread, blobs, values) if self.messages and ns == "" else []
             self._log(thread, CHECKPOINT, checkpoint_record(
                 ns, checkpoint, configurable.get("checkpoint_id"), get_checkpoint_metadata(config, metadata),
-                blobs, self.serde))
+                blobs, self.serde, logged))
             for channel, version in new_versions.items():
                 if channel in values:
                     index.remember(ns, channel, version, values[channel])
         return _config(thread_id, ns, checkpoint["id"])
+
+    def _log_messages(self, thread: _Thread, blobs: builtins.list[dict[str, Any]],
+                      values: Mapping[str, Any]) -> builtins.list[str]:
+        """Log the LangChain messages the changed list channels gained; their ids (those that have one)."""
+        index, live = thread.index, thread.live
+        assert live is not None
+        fresh: builtins.list[Any] = []
+        for blob in blobs:
+            value = values.get(blob["channel"])
+            if type(value) is list:  # an extension's items only: the rest was seen with its base
+                start = len(index.values[("", blob["channel"])][1]) if "base" in blob else 0
+                fresh += new_messages(value[start:], index.logged)
+        if not fresh:
+            return []
+        try:
+            thread.open_calls = log_messages(live.session, fresh, thread.open_calls)
+        except AgentlogError as exc:
+            logger.warning('session "%s": LangGraph messages not logged as agentlog turns: %s', live.id, exc)
+            thread.open_calls = None
+            return []
+        return [message.id for message in fresh if message.id is not None]
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:

@@ -39,6 +39,8 @@ class ThreadIndex:
         self.blobs: dict[tuple[str, str, Any], Mapping[str, Any]] = {}
         self.values: dict[tuple[str, str], tuple[Any, list[Any]]] = {}
         """The last list value built or stored per (namespace, channel), with its version."""
+        self.logged: set[str] = set()
+        """Ids of the LangChain messages already logged as agentlog messages."""
 
     @classmethod
     def of(cls, session_id: str, events: Iterable[Event]) -> ThreadIndex:
@@ -56,6 +58,7 @@ class ThreadIndex:
             self.checkpoints.setdefault(ns, {})[data["id"]] = data
             for blob in data["blobs"]:
                 self.blobs[(ns, blob["channel"], blob["version"])] = blob
+            self.logged.update(data.get("messages", ()))
         elif kind == WRITES:
             stored = self.writes.setdefault((data["ns"], data["checkpoint"]), {})
             for index, channel, payload in data["writes"]:

@@ -119,12 +119,19 @@ def blob_record(channel: str, version: Any, values: Mapping[str, Any], serde: Se
     return {"channel": channel, "version": version, "value": encode_payload(serde.dumps_typed(value))}
 
 
-def checkpoint_record(ns: str, checkpoint: Mapping[str, Any], parent: str | None, metadata: Mapping[str, Any],
-                      blobs: list[dict[str, Any]], serde: Serde) -> dict[str, Any]:
-    """The data of a ``langgraph/checkpoint`` event (the channel values are in ``blobs``)."""
+def checkpoint_record(ns: str, checkpoint: Mapping[str, Any], parent: str | None,
+                      metadata: Mapping[str, Any], blobs: list[dict[str, Any]], serde: Serde,
+                      messages: Sequence[str] = ()) -> dict[str, Any]:
+    """The data of a ``langgraph/checkpoint`` event (the channel values are in ``blobs``).
+
+    ``messages`` names the LangChain messages logged as agentlog messages just before it.
+    """
     fields = {key: value for key, value in checkpoint.items() if key != "channel_values"}
-    return {"ns": ns, "id": checkpoint["id"], "parent": parent, "checkpoint": plain_or_serde(fields, serde),
-            "metadata": plain_or_serde(dict(metadata), serde), "blobs": blobs}
+    record = {"ns": ns, "id": checkpoint["id"], "parent": parent, "checkpoint": plain_or_serde(fields, serde),
+              "metadata": plain_or_serde(dict(metadata), serde), "blobs": blobs}
+    if messages:
+        record["messages"] = list(messages)
+    return record
 
 
 def writes_record(ns: str, checkpoint_id: str, task_id: str, task_path: str,
