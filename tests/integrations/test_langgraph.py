@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
-from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -27,7 +27,14 @@ from agentlog.integrations.langgraph_records import CHECKPOINT, EVENT_TYPES
 from agentlog.store.jsonl.store import JsonlStore
 from tests.cli.conftest import invoke
 from tests.contract.conftest import StoreFactory, backend  # noqa: F401 (open_store runs on every backend)
-from tests.integrations.langgraph_graphs import approval_graph, chat_graph, config, react_graph, user
+from tests.integrations.langgraph_graphs import (
+    approval_graph,
+    chat_graph,
+    config,
+    delta_chat_graph,
+    react_graph,
+    user,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -209,6 +216,25 @@ def history(graph: Any, thread: str = "t1") -> list[Any]:
     """What LangGraph shows of a thread: each checkpoint's next nodes and messages, newest first."""
     return [(state.next, contents(state.values.get("messages", [])))
             for state in graph.get_state_history(config(thread))]
+
+
+def test_a_delta_channel_rebuilds_through_pruned_checkpoints(open_store: StoreFactory) -> None:
+    with AgentlogSaver(open_store()) as saver:
+        graph = delta_chat_graph(saver)
+        for turn in (1, 2, 3):
+            graph.invoke(user(turn), config("t1"))
+        state = contents(graph.get_state(config("t1")).values["messages"])
+        base = BaseCheckpointSaver.get_delta_channel_history(saver, config=config("t1"),
+                                                             channels=["messages"])
+        assert saver.get_delta_channel_history(config=config("t1"), channels=["messages"]) == base
+        saver.prune(["t1"])
+        assert len(list(saver.list(config("t1")))) == 1
+    assert len(state) == 6
+    with AgentlogSaver(open_store()) as saver:
+        graph = delta_chat_graph(saver)
+        assert contents(graph.get_state(config("t1")).values["messages"]) == state
+        graph.invoke(user(4), config("t1"))
+        assert len(graph.get_state(config("t1")).values["messages"]) == 8
 
 
 # -- time travel, copies, human in the loop, subgraphs -----------------------------------------

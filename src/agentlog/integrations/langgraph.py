@@ -19,6 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from types import TracebackType
 from typing import Any, Final
 
@@ -52,6 +53,7 @@ try:
         Checkpoint,
         CheckpointMetadata,
         CheckpointTuple,
+        DeltaChannelHistory,
         get_checkpoint_id,
         get_checkpoint_metadata,
     )
@@ -257,6 +259,39 @@ class AgentlogSaver(BaseCheckpointSaver[str]):
                 found.append(self._tuple(thread_id, thread.index, record, metadata))
         return found
 
+    def get_delta_channel_history(self, *, config: RunnableConfig,
+                                  channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
+        """The base class's parent-chain walk, through removed checkpoints too: ``prune`` and
+        ``delete_for_runs`` hide checkpoints, the log keeps what a ``DeltaChannel`` rebuilds from."""
+        configurable = config["configurable"]
+        ns = configurable.get("checkpoint_ns", "")
+        collected: dict[str, builtins.list[Any]] = {channel: [] for channel in channels}
+        seeds: dict[str, Any] = {}
+        remaining = set(channels)
+        with self._lock:
+            thread = self._thread(str(configurable["thread_id"]), create=False) if channels else None
+            index = thread.index if thread is not None else None
+            target = index.find(ns, get_checkpoint_id(config)) if index is not None else None
+            parent = target["parent"] if target is not None else None
+            while index is not None and parent is not None and remaining:
+                record = index.ancestor(ns, parent)
+                if record is None:
+                    break
+                for write in reversed(index.pending_writes(ns, parent, self.serde, removed=True)):
+                    if write[1] in remaining:
+                        collected[write[1]].append(write)
+                versions = index.decoded(record, self.serde)[0]["channel_versions"]
+                for channel, value in index.channel_values(ns, versions, self.serde, remaining).items():
+                    seeds[channel] = value
+                    remaining.discard(channel)
+                parent = record["parent"]
+        history: dict[str, DeltaChannelHistory] = {}
+        for channel in channels:
+            history[channel] = {"writes": collected[channel][::-1]}
+            if channel in seeds:
+                history[channel]["seed"] = seeds[channel]
+        return history
+
     # -- writing -----------------------------------------------------------------------------
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
@@ -397,6 +432,11 @@ class AgentlogSaver(BaseCheckpointSaver[str]):
 
         for found in await asyncio.to_thread(listed):
             yield found
+
+    async def aget_delta_channel_history(self, *, config: RunnableConfig,
+                                         channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
+        walk = partial(self.get_delta_channel_history, config=config, channels=channels)
+        return await asyncio.to_thread(walk)
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:

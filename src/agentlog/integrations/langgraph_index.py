@@ -41,6 +41,8 @@ class ThreadIndex:
         """The last list value built or stored per (namespace, channel), with its version."""
         self.logged: set[str] = set()
         """Ids of the LangChain messages already logged as agentlog messages."""
+        self.hidden: dict[tuple[str, str], tuple[Mapping[str, Any], dict[tuple[str, int], WriteEntry]]] = {}
+        """Removed checkpoints and their writes: out of view, still on a delta channel's parent chain."""
 
     @classmethod
     def of(cls, session_id: str, events: Iterable[Event]) -> ThreadIndex:
@@ -67,8 +69,10 @@ class ThreadIndex:
                     stored[key] = (data["task"], index, channel, payload, data["path"])
         elif kind == REMOVED:
             for ns, checkpoint_id in data["checkpoints"]:
-                self.checkpoints.get(ns, {}).pop(checkpoint_id, None)
-                self.writes.pop((ns, checkpoint_id), None)
+                record = self.checkpoints.get(ns, {}).pop(checkpoint_id, None)
+                writes = self.writes.pop((ns, checkpoint_id), {})
+                if record is not None:
+                    self.hidden[(ns, checkpoint_id)] = (record, writes)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -95,17 +99,30 @@ class ThreadIndex:
         return [(index, channel, value) for index, channel, value in writes
                 if index < 0 or (task_id, index) not in stored]
 
-    def pending_writes(self, ns: str, checkpoint_id: str, serde: Serde) -> list[tuple[str, str, Any]]:
-        """The checkpoint's writes in ``writes_sort_key`` order (task path, task id, index)."""
-        stored = sorted(self.writes.get((ns, checkpoint_id), {}).values(),
-                        key=lambda entry: (entry[4], entry[0], entry[1]))
+    def ancestor(self, ns: str, checkpoint_id: str) -> Mapping[str, Any] | None:
+        """A checkpoint in view or removed from it (a parent chain runs through both)."""
+        record = self.checkpoints.get(ns, {}).get(checkpoint_id)
+        if record is None and (ns, checkpoint_id) in self.hidden:
+            return self.hidden[(ns, checkpoint_id)][0]
+        return record
+
+    def pending_writes(self, ns: str, checkpoint_id: str, serde: Serde, *,
+                       removed: bool = False) -> list[tuple[str, str, Any]]:
+        """The checkpoint's writes in ``writes_sort_key`` order (task path, task id, index);
+        ``removed``: also those of a checkpoint taken out of view."""
+        writes = self.writes.get((ns, checkpoint_id))
+        if writes is None and removed and (ns, checkpoint_id) in self.hidden:
+            writes = self.hidden[(ns, checkpoint_id)][1]
+        stored = sorted((writes or {}).values(), key=lambda entry: (entry[4], entry[0], entry[1]))
         return [(task, channel, serde.loads_typed(decode_payload(payload)))
                 for task, _index, channel, payload, _path in stored]
 
-    def channel_values(self, ns: str, versions: Mapping[str, Any], serde: Serde) -> dict[str, Any]:
-        """The channel values at ``versions`` (channels without a stored value are left out)."""
+    def channel_values(self, ns: str, versions: Mapping[str, Any], serde: Serde,
+                       only: Iterable[str] | None = None) -> dict[str, Any]:
+        """The channel values at ``versions`` (of the ``only`` channels; those without a value left out)."""
         values: dict[str, Any] = {}
-        for channel, version in versions.items():
+        wanted = versions.items() if only is None else [(ch, versions[ch]) for ch in only if ch in versions]
+        for channel, version in wanted:
             blob = self.blobs.get((ns, channel, version))
             if blob is None or ("value" not in blob and "base" not in blob):
                 continue
