@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from agentlog import check_invariants, thaw
+from agentlog import SessionLockedError, check_invariants, thaw
 from agentlog.integrations.langgraph import AgentlogSaver
 from agentlog.integrations.langgraph_records import CHECKPOINT, EVENT_TYPES
 from agentlog.store.jsonl.store import JsonlStore
@@ -293,6 +293,30 @@ def test_an_interrupt_resumes_after_a_restart(open_store: StoreFactory, subgraph
         assert not graph.get_state(config("t1")).next
         namespaces = {event.data["ns"] for event in checkpoint_events(saver, "t1")}
     assert (len(namespaces) > 1) is subgraph
+
+
+def test_a_thread_another_saver_holds_is_read_but_not_written(open_store: StoreFactory) -> None:
+    with AgentlogSaver(open_store()) as holder:
+        record(holder, "t1", range(1, 3))
+        expected = contents(chat_graph(holder).get_state(config("t1")).values["messages"])
+        with AgentlogSaver(open_store()) as reader:
+            found = reader.get_tuple(config("t1"))
+            assert found is not None and contents(found.checkpoint["channel_values"]["messages"]) == expected
+            assert len(list(reader.list(config("t1")))) == len(list(holder.list(config("t1"))))
+            with pytest.raises(SessionLockedError):
+                chat_graph(reader).invoke(user(3), config("t1"))
+    with AgentlogSaver(open_store()) as later:  # the holder closed: now it can write
+        chat_graph(later).invoke(user(3), config("t1"))
+
+
+def test_only_max_threads_sessions_stay_open(open_store: StoreFactory) -> None:
+    with AgentlogSaver(open_store(), max_threads=2) as saver:
+        for thread in ("a", "b", "c"):
+            record(saver, thread, range(1, 2))
+        assert [thread.live is not None for thread in saver._threads.values()] == [True, True]
+        with AgentlogSaver(open_store()) as other:  # "a" was closed: another saver can write it
+            chat_graph(other).invoke(user(2), config("a"))
+        assert [len(chat_graph(saver).get_state(config(t)).values["messages"]) for t in "abc"] == [4, 2, 2]
 
 
 # -- durability --------------------------------------------------------------------------------
