@@ -119,6 +119,22 @@ def test_a_react_thread_reads_as_a_session_in_show_search_and_audit(tmp_path: Pa
     assert audited.exit_code == 0 and "reviewable" in audited.output
 
 
+def test_a_message_agentlog_cannot_log_still_checkpoints(open_store: StoreFactory,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    odd = HumanMessage(content=[{"type": "image", "data": b"\x89PNG"}], id="odd")  # bytes: not JSON
+    with AgentlogSaver(open_store()) as saver:
+        graph = chat_graph(saver)
+        graph.invoke({"messages": [odd]}, config("t1"))
+        graph.invoke(user(2), config("t1"))
+        messages = graph.get_state(config("t1")).values["messages"]
+    assert messages[0].content == odd.content and len(messages) == 4
+    assert "not logged as agentlog turns" in caplog.text
+    events = open_store().load("t1").events
+    check_invariants(events)
+    assert [m["content"][0]["text"] for m in transcript_messages(open_store(), "t1")][-2:] == [
+        user(2)["messages"][0].content, f"re: {user(2)['messages'][0].content}"]
+
+
 def test_messages_can_stay_out_of_the_transcript(open_store: StoreFactory) -> None:
     with AgentlogSaver(open_store(), messages=False) as saver:
         record(saver, "t1", range(1, 3))
