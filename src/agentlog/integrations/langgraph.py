@@ -305,8 +305,9 @@ class AgentlogSaver(BaseCheckpointSaver[str]):
             thread = self._writable(thread_id, create=True)
             assert thread is not None
             index = thread.index
-            blobs = [blob_record(channel, version, values, self.serde, index.values.get((ns, channel)))
-                     for channel, version in new_versions.items()]
+            written = index.written(ns, configurable.get("checkpoint_id"))  # what made this checkpoint
+            blobs = [blob_record(channel, version, values, self.serde, index.values.get((ns, channel)),
+                                 written) for channel, version in new_versions.items()]
             logged = self._log_messages(thread, blobs, values) if self.messages and ns == "" else []
             self._log(thread, CHECKPOINT, checkpoint_record(
                 ns, checkpoint, configurable.get("checkpoint_id"), get_checkpoint_metadata(config, metadata),

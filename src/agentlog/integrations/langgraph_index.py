@@ -8,7 +8,7 @@ per channel, so the next checkpoint can be logged as that value plus its new ite
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agentlog.core.events import Event
@@ -106,6 +106,26 @@ class ThreadIndex:
             return self.hidden[(ns, checkpoint_id)][0]
         return record
 
+    def written(self, ns: str, checkpoint_id: str | None) -> dict[tuple[str, ...], list[Any]]:
+        """The payloads of a checkpoint's writes (in view) -> ``[checkpoint, task, index]``."""
+        stored = self.writes.get((ns, checkpoint_id), {}) if checkpoint_id is not None else {}
+        return {tuple(entry[3]): [checkpoint_id, entry[0], entry[1]] for entry in stored.values()
+                if entry[1] >= 0}
+
+    def written_payload(self, ns: str, where: Sequence[Any]) -> Any:
+        """The payload of the write ``[checkpoint, task, index]`` names (in view or removed)."""
+        checkpoint_id, task, index = where
+        writes = self.writes.get((ns, checkpoint_id))
+        if writes is None and (ns, checkpoint_id) in self.hidden:
+            writes = self.hidden[(ns, checkpoint_id)][1]
+        entry = (writes or {}).get((task, index))
+        if entry is None:
+            raise SessionCorruptionError(
+                f"a langgraph channel value names write {index} of task {task!r} at checkpoint "
+                f"{checkpoint_id!r} (namespace {ns!r}), which the log does not hold",
+                session_id=self.session_id)
+        return entry[3]
+
     def pending_writes(self, ns: str, checkpoint_id: str, serde: Serde, *,
                        removed: bool = False) -> list[tuple[str, str, Any]]:
         """The checkpoint's writes in ``writes_sort_key`` order (task path, task id, index);
@@ -124,7 +144,7 @@ class ThreadIndex:
         wanted = versions.items() if only is None else [(ch, versions[ch]) for ch in only if ch in versions]
         for channel, version in wanted:
             blob = self.blobs.get((ns, channel, version))
-            if blob is None or ("value" not in blob and "base" not in blob):
+            if blob is None or not blob.keys() & {"value", "base"}:
                 continue
             values[channel] = self.value(ns, channel, version, serde)
         return values
@@ -145,7 +165,7 @@ class ThreadIndex:
             if "base" not in blob:
                 base = serde.loads_typed(decode_payload(blob["value"]))
                 break
-            parts.append(blob["items"])
+            parts.append(blob["items"] if "items" in blob else self.written_payload(ns, blob["itemsOf"]))
             at = blob["base"]
             if cached is not None and cached[0] == at:
                 base = cached[1]

@@ -107,15 +107,22 @@ def extends(value: Any, base: Any) -> bool:
 
 
 def blob_record(channel: str, version: Any, values: Mapping[str, Any], serde: Serde,
-                base: tuple[Any, list[Any]] | None) -> dict[str, Any]:
-    """One changed channel: its whole value, or ``base``'s version plus the items after it, or none."""
+                base: tuple[Any, list[Any]] | None,
+                written: Mapping[tuple[str, ...], list[Any]] | None = None) -> dict[str, Any]:
+    """One changed channel: its whole value, or ``base``'s version plus the items after it, or none.
+
+    Items whose payload is a pending write's (``written``: payload -> ``[checkpoint, task, index]``,
+    the writes that produced this checkpoint) name that write instead of holding a second copy.
+    """
     if channel not in values:
         return {"channel": channel, "version": version}
     value = values[channel]
     if base is not None and base[0] != version and extends(value, base[1]):
-        items = value[len(base[1]):]
-        return {"channel": channel, "version": version, "base": base[0],
-                "items": encode_payload(serde.dumps_typed(items))}
+        items = encode_payload(serde.dumps_typed(value[len(base[1]):]))
+        found = written.get(tuple(items)) if written else None
+        if found is not None:
+            return {"channel": channel, "version": version, "base": base[0], "itemsOf": found}
+        return {"channel": channel, "version": version, "base": base[0], "items": items}
     return {"channel": channel, "version": version, "value": encode_payload(serde.dumps_typed(value))}
 
 
