@@ -291,6 +291,20 @@ def test_a_fork_from_a_past_checkpoint_leaves_the_main_branch_as_it_was(open_sto
         assert tips, "the main branch's last checkpoint is still there"
 
 
+def test_a_branch_from_a_past_checkpoint_is_logged_as_an_extension(open_store: StoreFactory) -> None:
+    with AgentlogSaver(open_store()) as saver:
+        record(saver, "t1", range(1, 6))
+        past = [found for found in saver.list(config("t1"), filter={"source": "loop"})][4]
+    with AgentlogSaver(open_store()) as saver:  # a new saver, as after a restart
+        graph = chat_graph(saver)
+        old = contents(graph.get_state(past.config).values["messages"])
+        graph.get_state(config("t1"))  # the latest is read too
+        branch = graph.update_state(past.config, {"messages": []}, as_node="reply")
+        assert contents(graph.get_state(branch).values["messages"]) == old
+        last = thaw(checkpoint_events(saver, "t1")[-1].data["blobs"])
+    assert [blob.keys() >= {"base"} for blob in last if blob["channel"] == "messages"] == [True]
+
+
 def test_copy_thread_forks_the_session_and_the_source_can_then_be_deleted(open_store: StoreFactory) -> None:
     with AgentlogSaver(open_store()) as saver:
         graph = record(saver, "source", range(1, 4))

@@ -306,9 +306,11 @@ class AgentlogSaver(BaseCheckpointSaver[str]):
             assert thread is not None
             index = thread.index
             written = index.written(ns, configurable.get("checkpoint_id"))  # what made this checkpoint
-            blobs = [blob_record(channel, version, values, self.serde, index.values.get((ns, channel)),
-                                 written) for channel, version in new_versions.items()]
-            logged = self._log_messages(thread, blobs, values) if self.messages and ns == "" else []
+            bases = {channel: index.base_for(ns, channel, version, values.get(channel))
+                     for channel, version in new_versions.items()}
+            blobs = [blob_record(channel, version, values, self.serde, bases[channel], written)
+                     for channel, version in new_versions.items()]
+            logged = self._log_messages(thread, blobs, values, bases) if self.messages and ns == "" else []
             self._log(thread, CHECKPOINT, checkpoint_record(
                 ns, checkpoint, configurable.get("checkpoint_id"), get_checkpoint_metadata(config, metadata),
                 blobs, self.serde, logged))
@@ -317,16 +319,16 @@ class AgentlogSaver(BaseCheckpointSaver[str]):
                     index.remember(ns, channel, version, values[channel])
         return _config(thread_id, ns, checkpoint["id"])
 
-    def _log_messages(self, thread: _Thread, blobs: builtins.list[dict[str, Any]],
-                      values: Mapping[str, Any]) -> builtins.list[str]:
+    def _log_messages(self, thread: _Thread, blobs: builtins.list[dict[str, Any]], values: Mapping[str, Any],
+                      bases: Mapping[str, tuple[Any, builtins.list[Any]] | None]) -> builtins.list[str]:
         """Log the LangChain messages the changed list channels gained; their ids (those that have one)."""
         index, live = thread.index, thread.live
         assert live is not None
         fresh: builtins.list[Any] = []
         for blob in blobs:
-            value = values.get(blob["channel"])
+            value, base = values.get(blob["channel"]), bases[blob["channel"]]
             if type(value) is list:  # an extension's items only: the rest was seen with its base
-                start = len(index.values[("", blob["channel"])][1]) if "base" in blob else 0
+                start = len(base[1]) if "base" in blob and base is not None else 0
                 fresh += new_messages(value[start:], index.logged)
         if not fresh:
             return []

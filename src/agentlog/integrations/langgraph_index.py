@@ -9,7 +9,7 @@ per channel, so the next checkpoint can be logged as that value plus its new ite
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from agentlog.core.events import Event
 from agentlog.errors import SessionCorruptionError
@@ -20,10 +20,14 @@ from agentlog.integrations.langgraph_records import (
     WRITES,
     Serde,
     decode_payload,
+    extends,
     from_plain_or_serde,
 )
 
-__all__ = ["ThreadIndex"]
+__all__ = ["KEPT_VALUES", "ThreadIndex"]
+
+KEPT_VALUES: Final = 4
+"""List values kept per channel (each a list of references to shared objects, no copies of them)."""
 
 WriteEntry = tuple[str, int, str, Any, str]
 """task id, index, channel, payload, task path."""
@@ -37,8 +41,9 @@ class ThreadIndex:
         self.checkpoints: dict[str, dict[str, Mapping[str, Any]]] = {}
         self.writes: dict[tuple[str, str], dict[tuple[str, int], WriteEntry]] = {}
         self.blobs: dict[tuple[str, str, Any], Mapping[str, Any]] = {}
-        self.values: dict[tuple[str, str], tuple[Any, list[Any]]] = {}
-        """The last list value built or stored per (namespace, channel), with its version."""
+        self.values: dict[tuple[str, str], list[tuple[Any, list[Any]]]] = {}
+        """The last ``KEPT_VALUES`` list values built or stored per (namespace, channel), newest last,
+        with their versions: the bases a new value may extend (a time-travel branch extends an old one)."""
         self.logged: set[str] = set()
         """Ids of the LangChain messages already logged as agentlog messages."""
         self.hidden: dict[tuple[str, str], tuple[Mapping[str, Any], dict[tuple[str, int], WriteEntry]]] = {}
@@ -149,11 +154,27 @@ class ThreadIndex:
             values[channel] = self.value(ns, channel, version, serde)
         return values
 
+    def kept(self, ns: str, channel: str, version: Any) -> list[Any] | None:
+        """The list value of ``version`` if it is kept (shared: never mutate)."""
+        for kept_version, value in self.values.get((ns, channel), ()):
+            if kept_version == version:
+                return value
+        return None
+
+    def base_for(self, ns: str, channel: str, version: Any, value: Any) -> tuple[Any, list[Any]] | None:
+        """The longest kept value (of another version) that ``value`` extends, or None."""
+        best: tuple[Any, list[Any]] | None = None
+        for kept in self.values.get((ns, channel), ()):
+            longer = best is None or len(kept[1]) > len(best[1])
+            if kept[0] != version and longer and extends(value, kept[1]):
+                best = kept
+        return best
+
     def value(self, ns: str, channel: str, version: Any, serde: Serde) -> Any:
         """One channel's value at ``version``: its snapshot plus every extension after it, in order."""
-        cached = self.values.get((ns, channel))
-        if cached is not None and cached[0] == version:
-            return list(cached[1])
+        cached = self.kept(ns, channel, version)
+        if cached is not None:
+            return list(cached)
         parts: list[Any] = []
         at = version
         while True:
@@ -167,21 +188,27 @@ class ThreadIndex:
                 break
             parts.append(blob["items"] if "items" in blob else self.written_payload(ns, blob["itemsOf"]))
             at = blob["base"]
-            if cached is not None and cached[0] == at:
-                base = cached[1]
+            known = self.kept(ns, channel, at)
+            if known is not None:
+                base = known
                 break
         if not parts and type(base) is not list:
             return base
         value = list(base)
         for part in reversed(parts):
             value.extend(serde.loads_typed(decode_payload(part)))
-        self.values[(ns, channel)] = (version, value)
+        self._keep(ns, channel, version, value)
         return list(value)
 
     def remember(self, ns: str, channel: str, version: Any, value: Any) -> None:
         """Keep a list value just logged, so the next checkpoint can extend it."""
         if type(value) is list:
-            self.values[(ns, channel)] = (version, list(value))
+            self._keep(ns, channel, version, list(value))
+
+    def _keep(self, ns: str, channel: str, version: Any, value: list[Any]) -> None:
+        kept = [entry for entry in self.values.get((ns, channel), ()) if entry[0] != version]
+        kept.append((version, value))
+        self.values[(ns, channel)] = kept[-KEPT_VALUES:]
 
     def decoded(self, record: Mapping[str, Any], serde: Serde) -> tuple[dict[str, Any], dict[str, Any]]:
         """A checkpoint record's fields (without values) and metadata."""

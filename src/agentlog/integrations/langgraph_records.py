@@ -109,7 +109,8 @@ def extends(value: Any, base: Any) -> bool:
 def blob_record(channel: str, version: Any, values: Mapping[str, Any], serde: Serde,
                 base: tuple[Any, list[Any]] | None,
                 written: Mapping[tuple[str, ...], list[Any]] | None = None) -> dict[str, Any]:
-    """One changed channel: its whole value, or ``base``'s version plus the items after it, or none.
+    """One changed channel: its whole value, or ``base``'s version plus the items after it (when
+    the value extends ``base``), or none.
 
     Items whose payload is a pending write's (``written``: payload -> ``[checkpoint, task, index]``,
     the writes that produced this checkpoint) name that write instead of holding a second copy.
