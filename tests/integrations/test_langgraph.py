@@ -25,6 +25,7 @@ from agentlog import SessionLockedError, check_invariants, thaw
 from agentlog.integrations.langgraph import AgentlogSaver
 from agentlog.integrations.langgraph_records import CHECKPOINT, EVENT_TYPES
 from agentlog.store.jsonl.store import JsonlStore
+from agentlog.store.writer import LiveSession
 from tests.cli.conftest import invoke
 from tests.contract.conftest import StoreFactory, backend  # noqa: F401 (open_store runs on every backend)
 from tests.integrations.langgraph_graphs import (
@@ -364,6 +365,28 @@ def test_only_max_threads_sessions_stay_open(open_store: StoreFactory) -> None:
         with AgentlogSaver(open_store()) as other:  # "a" was closed: another saver can write it
             chat_graph(other).invoke(user(2), config("a"))
         assert [len(chat_graph(saver).get_state(config(t)).values["messages"]) for t in "abc"] == [4, 2, 2]
+
+
+def test_a_put_whose_flush_fails_is_not_kept_and_the_thread_goes_on(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite://{tmp_path / 'c.db'}?write_delay_ms=60000"
+    with AgentlogSaver(url) as saver:
+        graph = record(saver, "t1", range(1, 3))
+        before = list(saver.list(config("t1")))
+        real_flush = LiveSession.flush
+
+        def failing(live: LiveSession) -> None:
+            raise OSError("disk full")
+
+        monkeypatch.setattr(LiveSession, "flush", failing)
+        with pytest.raises(OSError, match="disk full"):
+            graph.invoke(user(3), config("t1"), durability="sync")
+        monkeypatch.setattr(LiveSession, "flush", real_flush)
+        assert [found.config for found in saver.list(config("t1"))] == [found.config for found in before]
+        graph.invoke(user(3), config("t1"))
+        assert len(graph.get_state(config("t1")).values["messages"]) == 6
+    with AgentlogSaver(url) as saver:
+        assert len(chat_graph(saver).get_state(config("t1")).values["messages"]) == 6
 
 
 # -- durability --------------------------------------------------------------------------------

@@ -189,13 +189,22 @@ class AgentlogSaver(BaseCheckpointSaver[str]):
             thread.live.close()
 
     def _log(self, thread: _Thread, kind: str, data: dict[str, Any]) -> None:
-        """Append one ignorable event, fold it into the index, and make it durable."""
+        """Append one ignorable event, fold it into the index, and make it durable.
+
+        A failed flush drops the thread's session unflushed: the next call reopens what is on
+        disk, so a put that raised is not seen by later reads.
+        """
         live = thread.live
         assert live is not None
         event = live.session.append(kind, data, ignorable=True)
         thread.index.add(kind, event.data)
         if self.durable:
-            live.flush()
+            try:
+                live.flush()
+            except BaseException:
+                self._threads.pop(live.id, None)
+                live.abandon()
+                raise
 
     def _thread_ids(self) -> builtins.list[str]:
         with_held = {header.id for header in self.store.list()} | set(self._threads)
