@@ -6,8 +6,9 @@ the last message is a tool result, as a ReAct agent does. LangGraph writes a che
 input, for the super-step that applies it, and for each model step: six a turn. Savers:
 ``SqliteSaver`` on a file, ``PostgresSaver`` on this machine's PostgreSQL; state channel:
 ``add_messages`` (the whole list in every checkpoint) or the ``DeltaChannel`` (beta) with
-LangGraph's batch message reducer. Fork = time travel: ``update_state`` on the checkpoint
-that ended turn T/2, which writes a new branch checkpoint.
+LangGraph's batch message reducer; and agentlog's own ``AgentlogSaver`` on a JSONL zstd store
+(``add_messages``, logged as the new messages of each checkpoint). Fork = time travel:
+``update_state`` on the checkpoint that ended turn T/2, which writes a new branch checkpoint.
 """
 
 from __future__ import annotations
@@ -97,6 +98,11 @@ def _builder(system: PeerSystem, steps: Iterator[Step] | None) -> Any:
 @contextmanager
 def _saver(system: PeerSystem, workdir: Path, options: Mapping[str, Any]) -> Iterator[Any]:
     """A fresh checkpointer on the run's database (closed on exit)."""
+    if _on_agentlog(system):
+        saver_class = module("agentlog.integrations.langgraph").AgentlogSaver
+        with saver_class(f"jsonl://{workdir / 'agentlog'}") as saver:
+            yield saver
+        return
     if system.postgres:
         saver_class = module("langgraph.checkpoint.postgres").PostgresSaver
         manager: AbstractContextManager[Any] = saver_class.from_conn_string(str(options["dsn"]))
@@ -166,8 +172,14 @@ def record(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, 
             "items": sum(items_per_turn(turn) for turn in plan), "checkpoints": checkpoints}
 
 
+def _on_agentlog(system: PeerSystem) -> bool:
+    return system.variant.startswith("agentlogsaver")
+
+
 def _count(system: PeerSystem, saver: Any) -> int:
-    """Checkpoints of the recorded thread (counted in SQL: listing them would decode each)."""
+    """Checkpoints of the recorded thread (counted in SQL or in the log: listing them would decode each)."""
+    if _on_agentlog(system):
+        return sum(event.type == "langgraph/checkpoint" for event in saver.store.inspect(SESSION_ID).events)
     if system.postgres:
         with saver.conn.cursor() as cursor:
             cursor.execute("SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (SESSION_ID,))
@@ -188,7 +200,10 @@ def _load(system: PeerSystem, workdir: Path, options: Mapping[str, Any]) -> tupl
 def _checkpoint_at_turn_end(system: PeerSystem, saver: Any, turn: int, thread: str = SESSION_ID) -> str:
     """The id of the checkpoint that ended ``turn`` (found by its step number, not timed)."""
     step = CHECKPOINTS_PER_TURN * turn - 2
-    if system.postgres:
+    if _on_agentlog(system):
+        rows = [found.config["configurable"]["checkpoint_id"] for found in saver.list(
+            _config(thread), filter={"source": "loop", "step": step})]
+    elif system.postgres:
         with saver.conn.cursor() as cursor:
             cursor.execute("SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s "
                            "AND checkpoint_ns = '' AND metadata->>'source' = 'loop' "
@@ -259,6 +274,7 @@ def fork(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, An
 def _system(name: str, saver: str, channel: str, *, postgres: bool, requires: str) -> PeerSystem:
     variant = "delta" if channel == "delta" else "add"
     what = ("DeltaChannel (beta): writes per step, a snapshot every 100 updates" if variant == "delta"
+            else "add_messages: the new messages of each checkpoint" if saver == "AgentlogSaver"
             else "add_messages: the whole message list in every checkpoint")
     return PeerSystem(
         name=name, label=f"LangGraph {saver}, {what}", variant=f"{saver.lower()}-{variant}",
@@ -272,6 +288,8 @@ def _system(name: str, saver: str, channel: str, *, postgres: bool, requires: st
 
 SYSTEMS: Final = {
     system.name: system for system in (
+        _system("langgraph-agentlog", "AgentlogSaver", "add", postgres=False,
+                requires="agentlog.integrations.langgraph"),
         _system("langgraph-sqlite", "SqliteSaver", "add", postgres=False,
                 requires="langgraph.checkpoint.sqlite"),
         _system("langgraph-sqlite-delta", "SqliteSaver", "delta", postgres=False,

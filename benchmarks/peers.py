@@ -49,7 +49,7 @@ SYSTEMS: Final[dict[str, PeerSystem]] = {
 
 DEFAULT_SYSTEMS: Final = (
     "agentlog-jsonl-zstd", "agentlog-sqlite", "openai-agents-sqlite", "langgraph-sqlite-delta",
-    "adk-sqlite", "langgraph-sqlite", "langgraph-postgres",
+    "adk-sqlite", "langgraph-agentlog", "langgraph-sqlite", "langgraph-postgres",
 )
 """Measured unless ``$AGENTLOG_BENCH_PEERS`` names others (``langgraph-postgres-delta`` is opt-in)."""
 

@@ -34,6 +34,7 @@ FIGURES = {"record.s", "load.s", "load_rss.mb", "fork.ms", "fork_bytes.bytes", "
 ITEMS_AT_T2 = {  # what each system stores of two turns (its record figure's note)
     "agentlog-jsonl-zstd": "363 events", "agentlog-sqlite": "363 events",
     "langgraph-sqlite": "16 items in 12 checkpoints", "langgraph-sqlite-delta": "16 items in 12 checkpoints",
+    "langgraph-agentlog": "16 items in 12 checkpoints",
     "langgraph-postgres": "16 items in 12 checkpoints", "openai-agents-sqlite": "22 items",
     "adk-sqlite": "16 items",
 }

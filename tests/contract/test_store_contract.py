@@ -564,3 +564,14 @@ def test_delete_leaves_no_file_of_the_session_behind(store: Store, tmp_path: Pat
 
 def _files(root: Path) -> set[str]:
     return {str(path.relative_to(root)) for path in root.rglob("*") if not path.is_dir()}
+
+
+def test_an_ignorable_event_appended_live_is_stored_and_loads(open_store: StoreFactory) -> None:
+    store = open_store()
+    live = store.start(HEADER)
+    live.session.append("plugin/record", {"x": 1}, ignorable=True)
+    live.close()
+    loaded = open_store().load("s1")
+    assert [(e.type, e.ignorable, thaw(e.data)) for e in loaded.events] == [("plugin/record", True, {"x": 1})]
+    with open_store().open("s1") as again, pytest.raises(InvalidEventError, match="not marked ignorable"):
+        again.session.append("plugin/record", {"x": 2})

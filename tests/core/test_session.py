@@ -868,3 +868,22 @@ def test_reentrant_append_from_a_validator_is_refused() -> None:
     assert session.seq == 0
     session.append("plugin/ok", {})
     assert session.seq == 1
+
+
+def test_append_marks_a_plugin_event_ignorable_and_the_wire_keeps_it() -> None:
+    session = Session.create("s", clock=fixed_clock())
+    event = session.append("langgraph/checkpoint", {"id": "c1"}, ignorable=True)
+    assert event.ignorable is True
+    assert event.to_wire()["ignorable"] is True
+    plain = session.append("plugin/event", None)
+    assert plain.ignorable is False and "ignorable" not in plain.to_wire()
+    assert Session.restore("s", [e.to_wire() for e in session.events], header_wire("s")).events[0] == event
+
+
+@pytest.mark.parametrize("kind", ["user/message", "turn/start", "compaction/start"])
+def test_append_refuses_ignorable_on_a_known_type_and_changes_nothing(kind: str) -> None:
+    session = Session.create("s")
+    with pytest.raises(InvalidEventError, match="only an event type outside the known vocabulary"):
+        session.append(kind, user_message("u1") if kind == "user/message" else {"turn": 1},
+                       surface_op="append" if kind == "user/message" else None, ignorable=True)
+    assert session.seq == 0

@@ -18,6 +18,7 @@ from agentlog.core.bulk import gc_paused
 from agentlog.core.events import (
     ASSISTANT_CHUNK,
     END_SEED,
+    KNOWN_EVENT_TYPES,
     REQUEST_CONTEXT,
     REQUEST_HEADER,
     SURFACE_TYPES,
@@ -370,15 +371,18 @@ class Session:
         *,
         surface_op: SurfaceOp | dict[str, Any] | None = None,
         source_event_seqs: Sequence[int] | None = None,
+        ignorable: bool = False,
     ) -> Event:
         """Validate, freeze and log one event; return the logged (frozen) event.
 
-        A refused append raises a subclass of ``AgentlogError`` and leaves the log as it was.
+        ``ignorable=True`` marks a plugin event that readers which do not know its type may skip
+        (spec E3); only types outside the known vocabulary take it. A refused append raises a
+        subclass of ``AgentlogError`` and leaves the log as it was.
         """
         log = self._log
         seq = len(log)
         if data.__class__ is FrozenDict and surface_op is None and source_event_seqs is None and (
-            type in APPEND_PLAIN_TYPES and type.__class__ is str and not self._publishing
+            type in APPEND_PLAIN_TYPES and type.__class__ is str and not self._publishing and not ignorable
         ):  # the bulk of a recording (stream chunks, steps): a known type, frozen data, no markers
             time = self._clock()
             if time.__class__ is int and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
@@ -389,7 +393,7 @@ class Session:
                 log.append(event)
                 return event
         try:
-            event = self._candidate(type, data, surface_op, source_event_seqs, seq)
+            event = self._candidate(type, data, surface_op, source_event_seqs, seq, ignorable)
             if self._publishing:
                 raise UsageError(
                     "session append cannot reenter while another append is being published"
@@ -468,10 +472,15 @@ class Session:
         return self.append(ASSISTANT_CHUNK, data).seq
 
     def _candidate(
-        self, event_type: Any, data: Any, surface_op: Any, source_seqs: Any, seq: int
+        self, event_type: Any, data: Any, surface_op: Any, source_seqs: Any, seq: int, ignorable: bool = False
     ) -> Event:
         if event_type.__class__ is not str or not event_type:
             raise InvalidEventError(f"event type must be a non-empty string, got {event_type!r}")
+        if ignorable is not False and (ignorable is not True or event_type in KNOWN_EVENT_TYPES):
+            raise InvalidEventError(
+                f"event type {event_type!r} cannot be marked ignorable: only an event type outside the "
+                "known vocabulary can (a plugin's), and ignorable must be True or False"
+            )
         if not valid_text(event_type):  # it could never be written (UTF-8)
             raise InvalidEventError(
                 f"event type {event_type!r} is not valid Unicode: it contains a lone surrogate"
@@ -494,7 +503,7 @@ class Session:
         time = self._clock()
         if time.__class__ is not int or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
             raise UsageError(f"session clock returned {time!r}; expected epoch milliseconds")
-        event: Event = _new_tuple(Event, (event_type, seq, time, frozen, op, seqs, False, False))
+        event: Event = _new_tuple(Event, (event_type, seq, time, frozen, op, seqs, ignorable, False))
         check_appendable(event, self.id, stored=self._stored)  # what restore (and a store) would refuse
         return event
 

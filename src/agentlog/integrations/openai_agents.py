@@ -25,14 +25,18 @@ from agentlog.core.events import (
     TURN_END,
     TURN_START,
     USER_MESSAGE,
-    Event,
     Replace,
 )
 from agentlog.core.jsonvalue import freeze
 from agentlog.core.messages import derive_event_message
 from agentlog.core.session import Session
 from agentlog.errors import MissingExtraError, SessionNotFoundError, UsageError
-from agentlog.integrations.responses_events import responses_events, unanswered_calls
+from agentlog.integrations.responses_events import (
+    append_events,
+    next_turn,
+    responses_events,
+    unanswered_calls,
+)
 from agentlog.integrations.responses_items import REPLAY_KEY, items_of_message, split_items
 from agentlog.store.base import Store
 from agentlog.store.urls import open_store
@@ -221,13 +225,13 @@ class AgentlogSession:
         suffix = nodes[nodes.index(first):]
         pruned = _expired_prefix(session, nodes[:nodes.index(first)], prune_prefix)
         if pruned:
-            _append(session, _edit(session, (ASSISTANT_MESSAGE, _assistant([], None)),
+            append_events(session, _edit(session, (ASSISTANT_MESSAGE, _assistant([], None)),
                                    Replace(pruned[0], pruned[-1]), pruned))
         event = session.events[first]
         message = derive_event_message(event)
         head = items_of_message(message)[:index] if message is not None else []
-        _append(session, _edit(session, _keeping(event.type, head, message), Replace(suffix[0], suffix[-1]),
-                               suffix))
+        replacement = _keeping(event.type, head, message)
+        append_events(session, _edit(session, replacement, Replace(suffix[0], suffix[-1]), suffix))
         if output:
             self._append_items(session, output)
         return True
@@ -235,9 +239,9 @@ class AgentlogSession:
     # -- logging -----------------------------------------------------------------------------
 
     def _append_items(self, session: Session, items: Any) -> None:
-        events = responses_events(items, seq=session.seq, turn=_next_turn(session), provider=self._provider,
+        events = responses_events(items, seq=session.seq, turn=next_turn(session), provider=self._provider,
                                   model=self._model, open_calls=unanswered_calls(session.derive_messages()))
-        _append(session, events)
+        append_events(session, events)
 
     def _pop(self, session: Session) -> Any | None:
         events = session.events
@@ -248,14 +252,14 @@ class AgentlogSession:
             if not items:
                 continue
             replacement = _keeping(event.type, items[:-1], message)
-            _append(session, _edit(session, replacement, Replace(seq, seq), [seq]))
+            append_events(session, _edit(session, replacement, Replace(seq, seq), [seq]))
             return items[-1]
         return None
 
     def _clear(self, session: Session) -> None:
         nodes = list(session.surface.nodes)
         if nodes and any(items_of_message(m) for m in session.derive_messages()):
-            _append(session, _edit(session, (ASSISTANT_MESSAGE, _assistant([], None)),
+            append_events(session, _edit(session, (ASSISTANT_MESSAGE, _assistant([], None)),
                                    Replace(nodes[0], nodes[-1]), nodes))
 
 
@@ -314,18 +318,6 @@ def _keeping(kind: str, items: list[Any], original: Mapping[str, Any] | None) ->
     return ASSISTANT_MESSAGE, _assistant(items, original)
 
 
-def _next_turn(session: Session) -> int:
-    """The number the next turn gets; refuses while a turn is open (someone else is recording)."""
-    for event in reversed(session.events):
-        if event.type == TURN_START:
-            raise UsageError(f"turn {event.data['turn']} of session {session.id!r} is still open; "
-                             "AgentlogSession logs whole turns and cannot write into it",
-                             session_id=session.id)
-        if event.type == TURN_END:
-            return int(event.data["turn"]) + 1
-    return 1
-
-
 def _user(items: list[Any]) -> dict[str, Any]:
     blocks, shells = split_items(items)
     return {"id": str(uuid.uuid4()), "role": "user", "content": blocks,
@@ -347,15 +339,10 @@ def _assistant(items: list[Any], original: Mapping[str, Any] | None) -> dict[str
 def _edit(session: Session, replacement: tuple[str, dict[str, Any]], op: Replace,
           shadowed: list[int]) -> list[dict[str, Any]]:
     """A turn of one step whose only message replaces surface nodes ``shadowed``."""
-    turn = _next_turn(session)
+    turn = next_turn(session)
     kind, message = replacement
     data = message if kind == USER_MESSAGE else {"turn": turn, "step": 1, "message": message}
     plan = [(TURN_START, {"turn": turn}, None, None), (STEP_START, {"turn": turn, "step": 1}, None, None),
             (kind, data, op, shadowed), (STEP_END, {"turn": turn, "step": 1}, None, None),
             (TURN_END, {"turn": turn, "reason": {"kind": "completed"}}, None, None)]
     return [{"type": k, "data": d, "surfaceOp": o, "sourceEventSeqs": s} for k, d, o, s in plan]
-
-
-def _append(session: Session, events: list[dict[str, Any]]) -> list[Event]:
-    return [session.append(event["type"], event["data"], surface_op=event.get("surfaceOp"),
-                           source_event_seqs=event.get("sourceEventSeqs")) for event in events]

@@ -24,13 +24,15 @@ from agentlog.core.events import (
     TURN_END,
     TURN_START,
     USER_MESSAGE,
+    Event,
 )
 from agentlog.core.header import now_ms
 from agentlog.core.jsonvalue import freeze
-from agentlog.errors import InvalidEventError
+from agentlog.core.session import Session
+from agentlog.errors import InvalidEventError, UsageError
 from agentlog.integrations.responses_items import REPLAY_KEY, item_side, split_item, split_items
 
-__all__ = ["ItemEvents", "responses_events", "unanswered_calls"]
+__all__ = ["ItemEvents", "append_events", "next_turn", "responses_events", "unanswered_calls"]
 
 
 class ItemEvents:
@@ -193,3 +195,20 @@ def responses_events(items: Sequence[Any], *, seq: int = 0, turn: int = 1, time:
         builder.assistant(group)
     builder.end_turn()
     return builder.events
+
+
+def next_turn(session: Session) -> int:
+    """The number the next turn gets; refuses while a turn is open (someone else is recording)."""
+    for event in reversed(session.events):
+        if event.type == TURN_START:
+            raise UsageError(f"turn {event.data['turn']} of session {session.id!r} is still open; "
+                             "only whole turns can be logged after it", session_id=session.id)
+        if event.type == TURN_END:
+            return int(event.data["turn"]) + 1
+    return 1
+
+
+def append_events(session: Session, events: Sequence[Mapping[str, Any]]) -> list[Event]:
+    """Append wire events built for ``session.seq`` onward (their seq and time are the session's)."""
+    return [session.append(event["type"], event["data"], surface_op=event.get("surfaceOp"),
+                           source_event_seqs=event.get("sourceEventSeqs")) for event in events]
