@@ -54,3 +54,16 @@ def test_an_error_names_its_file_once() -> None:
     assert str(StoreError("no store at /x/y (nothing to read)", file="/x/y")).count("/x/y") == 1
     assert str(StoreError("damaged frame", file="/x/y")) == "damaged frame [/x/y]"
     assert str(StoreError("damaged frame in /x/y", file="/x/y", offset=7)).endswith("[/x/y at byte 7]")
+
+
+@pytest.mark.parametrize("scheme", ["sqlite", "jsonl"])
+def test_four_slashes_name_the_same_absolute_path(tmp_path: Path, scheme: str) -> None:
+    from agentlog import Recorder, SessionHeader
+
+    name = "a.db" if scheme == "sqlite" else "root"
+    url = f"{scheme}:///{tmp_path / name}"  # SQLAlchemy's sqlite:////abs/path spelling
+    with open_store(url) as four, four.start(SessionHeader(id="s")) as live, Recorder(live).turn() as turn:
+        turn.user_message("hi")
+    assert (tmp_path / name).exists()
+    with open_store(f"{scheme}://{tmp_path / name}", create=False) as three:
+        assert [header.id for header in three.list()] == ["s"]

@@ -56,6 +56,8 @@ def open_store(url: str, *, create: bool = True) -> Store:
     else:
         path = unquote(parts.netloc + parts.path)
         _refuse_a_host(url, scheme, parts.netloc, path)
+        if path.startswith("//"):  # sqlite:////abs/db (SQLAlchemy's spelling) is /abs/db too
+            path = "/" + path.lstrip("/")
     query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
     try:
         delay = int(query.pop("write_delay_ms", DEFAULT_WRITE_DELAY_MS))
