@@ -1,0 +1,431 @@
+"""AgentlogHistory: Pydantic AI runs recorded as agentlog turns and restored as ``message_history``.
+
+Offline, with pydantic-ai's ``TestModel`` and ``FunctionModel``. The restore is compared with what
+pydantic-ai itself holds (``ModelMessagesTypeAdapter`` JSON), so "lossless" means byte-equal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent, ModelRetry
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
+
+from agentlog import (
+    Compactor,
+    ExtractiveSummarizer,
+    InvalidEventError,
+    SessionLockedError,
+    SqliteStore,
+    UsageError,
+    check_invariants,
+)
+from agentlog.core.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_END, USER_MESSAGE
+from agentlog.integrations.pydantic_ai import AgentlogHistory
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _close_the_thread_loop() -> Iterator[None]:
+    """pydantic-ai's sync methods (``run_stream_sync``) leave the thread's loop set, for reuse."""
+    yield
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            loop = asyncio.get_event_loop()
+    except RuntimeError:  # none set (asyncio.run unset it)
+        return
+    loop.close()
+    asyncio.set_event_loop(None)
+
+
+def dumped(messages: list[ModelMessage]) -> bytes:
+    return ModelMessagesTypeAdapter.dump_json(messages)
+
+
+def tool_agent() -> Agent[None, str]:
+    agent = Agent(TestModel(), system_prompt="Be brief.")
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    return agent
+
+
+def echo_model(seen: list[list[ModelMessage]] | None = None) -> FunctionModel:
+    """A model that answers with the number of messages it was sent (and keeps what it saw)."""
+    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if seen is not None:
+            seen.append(list(messages))
+        return ModelResponse(parts=[TextPart(f"{len(messages)} messages")], model_name="echo")
+    return FunctionModel(reply)
+
+
+def types_of(history: AgentlogHistory) -> list[str]:
+    return [event.type for event in history.live.session.events]
+
+
+def test_round_trip_record_restore_continue_fork(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'a.db'}"
+    agent = tool_agent()
+    history = AgentlogHistory("chat", url)
+    first = history.run_sync(agent, "add two numbers")
+    assert dumped(history.messages()) == dumped(first.all_messages())
+    second = history.run_sync(agent, "and again")
+    assert len(second.all_messages()) > len(first.all_messages())
+    assert dumped(history.messages()) == dumped(second.all_messages())
+    kinds = types_of(history)
+    assert kinds.count(TURN_END) == 2 and kinds.count(TOOL_CALL) == kinds.count(TOOL_RESULT) == 1
+    headers = [e.data["header"] for e in history.live.session.events if e.type == "request/header"]
+    assert [h.get("system") for h in headers] == ["Be brief."]  # the system prompt holds across runs
+    check_invariants(history.live.session.events)
+    boundary = next(e.seq for e in history.live.session.events if e.type == TURN_END)
+    history.close()
+
+    resumed = AgentlogHistory("chat", url)  # a new process would see the same
+    assert dumped(resumed.messages()) == dumped(second.all_messages())
+    seen: list[list[ModelMessage]] = []
+    third = resumed.run_sync(Agent(echo_model(seen)), "still there?")
+    assert dumped(seen[0][:-1]) == dumped(second.all_messages())  # the model was sent the whole history
+    assert dumped(resumed.messages()) == dumped(third.all_messages())
+    resumed.close()
+
+    store = SqliteStore(tmp_path / "a.db")
+    fork = AgentlogHistory("chat-fork", store.fork("chat", boundary, "chat-fork"))
+    assert dumped(fork.messages()) == dumped(first.all_messages())
+    forked = fork.run_sync(Agent(echo_model()), "a different second question")
+    assert dumped(fork.messages()) == dumped(forked.all_messages())
+    assert dumped(forked.all_messages()[: len(first.all_messages())]) == dumped(first.all_messages())
+    fork.live.close()
+    parent = AgentlogHistory("chat", store)
+    assert dumped(parent.messages()) == dumped(third.all_messages())  # the fork left the parent alone
+    parent.close()
+    store.close()
+
+
+def test_each_reply_and_its_tool_calls_are_logged_before_the_tools_run(tmp_path: Path) -> None:
+    history = AgentlogHistory("order", f"sqlite://{tmp_path / 'a.db'}")
+    agent = Agent(TestModel())
+    logged: list[list[str]] = []
+
+    @agent.tool_plain
+    def look() -> str:
+        """Look around."""
+        logged.append(types_of(history))
+        return "a room"
+
+    history.run_sync(agent, "look")
+    assert logged[0][-2:] == [ASSISTANT_MESSAGE, TOOL_CALL]
+    history.close()
+
+
+def test_async_run_and_both_streaming_forms_record_what_pydantic_ai_holds(tmp_path: Path) -> None:
+    history = AgentlogHistory("stream", f"sqlite://{tmp_path / 'a.db'}")
+    agent = tool_agent()
+
+    async def main() -> None:
+        result = await history.run(agent, "first")
+        assert dumped(history.messages()) == dumped(result.all_messages())
+        async with history.run_stream(agent, "stream it") as stream:
+            text = [chunk async for chunk in stream.stream_text()]
+        assert text
+        assert dumped(history.messages()) == dumped(stream.all_messages())
+
+    asyncio.run(main())
+    with history.run_stream_sync(agent, "and synchronously") as sync_stream:
+        assert list(sync_stream.stream_text())
+    assert dumped(history.messages()) == dumped(sync_stream.all_messages())
+    assert types_of(history).count(TURN_END) == 3
+    check_invariants(history.live.session.events)
+    history.close()
+
+
+def test_a_tool_retry_is_a_failed_tool_result_and_round_trips(tmp_path: Path) -> None:
+    history = AgentlogHistory("retry", f"sqlite://{tmp_path / 'a.db'}")
+    agent = Agent(TestModel())
+    calls: list[int] = []
+
+    @agent.tool_plain
+    def flaky(n: int) -> str:
+        """Fails the first time."""
+        calls.append(n)
+        if len(calls) == 1:
+            raise ModelRetry("try once more")
+        return "ok"
+
+    result = history.run_sync(agent, "call flaky")
+    parts = [part for message in result.all_messages() for part in message.parts]
+    assert [getattr(part, "outcome", None) for part in parts if isinstance(part, ToolReturnPart)] == [
+        "retried", "success"]
+    assert dumped(history.messages()) == dumped(result.all_messages())
+    results = [e for e in history.live.session.events if e.type == TOOL_RESULT]
+    assert [e.data["message"]["content"][0]["isError"] for e in results] == [True, False]
+    history.close()
+
+
+def test_an_output_validation_retry_is_a_user_message_and_round_trips(tmp_path: Path) -> None:
+    history = AgentlogHistory("validate", f"sqlite://{tmp_path / 'a.db'}")
+    agent = Agent(echo_model())
+    tries: list[str] = []
+
+    @agent.output_validator
+    def check(output: str) -> str:
+        tries.append(output)
+        if len(tries) == 1:
+            raise ModelRetry("say it again")
+        return output
+
+    result = history.run_sync(agent, "hello")
+    assert dumped(history.messages()) == dumped(result.all_messages())
+    users = [e for e in history.live.session.events if e.type == USER_MESSAGE]
+    assert "say it again" in users[-1].data["content"][0]["text"]
+    history.close()
+
+
+def test_thinking_parts_become_reasoning_blocks_and_round_trip(tmp_path: Path) -> None:
+    def think(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ThinkingPart("let me see", signature="sig-1"), TextPart("4")],
+                             model_name="thinker")
+
+    history = AgentlogHistory("think", f"sqlite://{tmp_path / 'a.db'}")
+    result = history.run_sync(Agent(FunctionModel(think)), "2+2?")
+    assert dumped(history.messages()) == dumped(result.all_messages())
+    [reply] = [e for e in history.live.session.events if e.type == ASSISTANT_MESSAGE]
+    assert [b["type"] for b in reply.data["message"]["content"]] == ["reasoning", "text"]
+    response = result.all_messages()[1]
+    assert isinstance(response, ModelResponse)
+    assert reply.data["message"]["source"]["model"] == response.model_name
+    assert reply.data["usage"]["inputTokens"] >= 0
+    history.close()
+
+
+def test_after_compaction_the_history_is_what_the_surface_shows(tmp_path: Path) -> None:
+    history = AgentlogHistory("long", f"jsonl://{tmp_path / 'store'}")
+    agent = Agent(echo_model())
+    for n in range(6):
+        history.run_sync(agent, f"question {n}: " + "words " * 300)
+    result = Compactor(ExtractiveSummarizer()).compact_now(history.live)
+    assert result is not None and getattr(result, "compacted", True)
+    restored = history.messages()
+    surface = history.live.session.derive_messages()
+    assert len(restored) == len(surface) < 12
+    first = restored[0]
+    assert isinstance(first, ModelRequest) and isinstance(first.parts[0], UserPromptPart)
+    assert "question 0" in str(first.parts[0].content)  # the checkpoint summary, as the surface has it
+    seen: list[list[ModelMessage]] = []
+    history.run_sync(Agent(echo_model(seen)), "what did I ask first?")
+    assert dumped(seen[0][:-1]) == dumped(restored)
+    history.close()
+
+
+def test_a_history_from_another_tool_maps_by_its_agentlog_content(tmp_path: Path) -> None:
+    from agentlog import Recorder
+
+    store = SqliteStore(tmp_path / "a.db")
+    live = store.start("foreign")
+    with Recorder(live).turn() as turn, turn.step() as step:
+        step.user_message("hi")
+        step.assistant(provider="p", model="m", content=[
+            {"type": "reasoning", "text": "hm"},
+            {"type": "tool-call", "id": "c1", "name": "ls", "arguments": "{}"}])
+        step.tool_call("c1", "ls", "{}")
+        step.tool_result("c1", "a.txt")
+    history = AgentlogHistory("foreign", live)
+    messages = history.messages()
+    assert [type(m).__name__ for m in messages] == ["ModelRequest", "ModelResponse", "ModelRequest", ]
+    assert isinstance(messages[1].parts[1], ToolCallPart) and isinstance(messages[1].parts[0], ThinkingPart)
+    tool_return = messages[2].parts[0]
+    assert isinstance(tool_return, ToolReturnPart)
+    assert (tool_return.tool_name, tool_return.content, tool_return.tool_call_id) == ("ls", "a.txt", "c1")
+    history.run_sync(Agent(echo_model()), "go on")
+    live.close()
+    store.close()
+
+
+# -- bad input ---------------------------------------------------------------------------------------
+
+
+def test_an_unserializable_message_is_refused_and_the_log_is_unchanged(tmp_path: Path) -> None:
+    history = AgentlogHistory("bad", f"sqlite://{tmp_path / 'a.db'}")
+    good = history.run_sync(Agent(echo_model()), "hi").all_messages()
+    before = history.live.session.seq
+    unserializable = ModelRequest(parts=[ToolReturnPart("t", content=object(), tool_call_id="c")])
+    for bad, where in (([good[0], "not a message"], r"messages\[1\] is a str"),
+                       ([unserializable], r"messages\[0\] cannot be serialized")):
+        with pytest.raises(InvalidEventError, match=where):
+            history.record(bad)  # type: ignore[arg-type]
+    assert history.live.session.seq == before
+    assert dumped(history.messages()) == dumped(good)
+    with pytest.raises(UsageError, match="do not give message_history"):
+        history.run_sync(Agent(echo_model()), "x", message_history=[])
+    history.close()
+
+
+def test_a_closed_history_refuses_every_operation(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'a.db'}"
+    history = AgentlogHistory("closed", url)
+    good = history.run_sync(Agent(echo_model()), "hi").all_messages()
+    history.close()
+    history.close()
+    agent = Agent(echo_model())
+    for operation in (history.messages, lambda: history.record(good), lambda: history.run_sync(agent, "x")):
+        with pytest.raises(UsageError, match="'closed' is closed"):
+            operation()
+    with pytest.raises(UsageError, match="'closed' is closed"), history.run_stream_sync(agent, "x"):
+        pass
+    reopened = AgentlogHistory("closed", url)
+    assert dumped(reopened.messages()) == dumped(good)
+    reopened.close()
+
+
+HOLDER = """
+import sys
+from agentlog.store.urls import open_store
+store = open_store(sys.argv[1])
+live = store.start("held")
+live.session.append("turn/start", {"turn": 1})
+live.session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+live.flush()
+print("HELD", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_session_another_process_writes_is_refused_and_loses_nothing(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'a.db'}"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, url], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "HELD"
+        with pytest.raises(SessionLockedError, match="open for writing by process"):
+            AgentlogHistory("held", url)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+        for stream in (holder.stdin, holder.stdout):
+            if stream is not None:
+                stream.close()
+    history = AgentlogHistory("held", url)
+    assert types_of(history)[:2] == ["turn/start", "turn/end"]
+    history.close()
+
+
+def test_a_failed_run_ends_its_turn_with_the_error_and_keeps_what_was_logged(tmp_path: Path) -> None:
+    def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise RuntimeError("the model is down")
+
+    history = AgentlogHistory("fail", f"sqlite://{tmp_path / 'a.db'}?write_delay_ms=60000")
+    good = history.run_sync(Agent(echo_model()), "hi").all_messages()
+    with pytest.raises(RuntimeError, match="the model is down"):
+        history.run_sync(Agent(FunctionModel(broken)), "again")
+    reader = SqliteStore(tmp_path / "a.db")  # what is on disk, read by another store
+    stored = list(reader.load("fail").events)
+    reader.close()
+    assert stored[-1].type == TURN_END and stored[-1].data["reason"]["kind"] == "error"
+    assert [e.data["content"][0]["text"] for e in stored if e.type == USER_MESSAGE] == ["hi", "again"]
+    check_invariants(history.live.session.events)
+    restored = history.messages()
+    assert dumped(restored[: len(good)]) == dumped(good) and len(restored) == len(good) + 1
+    history.run_sync(Agent(echo_model()), "and now?")  # the session goes on
+    history.close()
+
+
+CRASH_WORKER = """
+import sys
+from pydantic_ai import Agent
+from pydantic_ai.models.test import TestModel
+from agentlog.integrations.pydantic_ai import AgentlogHistory
+history = AgentlogHistory("durable", sys.argv[1])
+result = history.run_sync(Agent(TestModel()), "hello")
+sys.stdout.write(result.all_messages_json().decode() + "\\n")
+sys.stdout.flush()
+sys.stdin.read()
+"""
+
+
+def test_a_recorded_run_is_durable_when_run_returns_even_if_the_process_is_killed(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'crash.db'}?write_delay_ms=60000"  # nothing flushes by itself
+    child = subprocess.Popen([sys.executable, "-c", CRASH_WORKER, url], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline().strip()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        for stream in (child.stdin, child.stdout):
+            if stream is not None:
+                stream.close()
+    history = AgentlogHistory("durable", url)
+    assert dumped(history.messages()).decode() == line
+    history.close()
+
+
+def test_a_stream_left_early_or_failed_keeps_its_prompt_and_ends_its_turn(tmp_path: Path) -> None:
+    history = AgentlogHistory("left", f"sqlite://{tmp_path / 'a.db'}")
+    agent = tool_agent()
+
+    async def main() -> None:
+        async with history.run_stream(agent, "never read"):
+            pass
+        with pytest.raises(ValueError, match="boom"):
+            async with history.run_stream(agent, "fails"):
+                raise ValueError("boom")
+
+    asyncio.run(main())
+    events = history.live.session.events
+    assert [e.data["content"][0]["text"] for e in events if e.type == USER_MESSAGE] == ["never read", "fails"]
+    ends = [e.data["reason"]["kind"] for e in events if e.type == TURN_END]
+    assert ends == ["completed", "error"]
+    check_invariants(events)
+    history.run_sync(agent, "and now")  # the history goes on from there
+    history.close()
+
+
+def test_run_sync_inside_a_running_loop_is_refused(tmp_path: Path) -> None:
+    history = AgentlogHistory("loop", f"sqlite://{tmp_path / 'a.db'}")
+
+    async def main() -> None:
+        with pytest.raises(UsageError, match=r"await history\.run"):
+            history.run_sync(Agent(echo_model()), "x")
+
+    asyncio.run(main())
+    assert history.live.session.seq == 0
+    history.close()
+
+
+def test_two_runs_at_once_on_one_history_the_second_is_refused(tmp_path: Path) -> None:
+    history = AgentlogHistory("busy", f"sqlite://{tmp_path / 'a.db'}")
+    agent = tool_agent()
+
+    async def main() -> Any:
+        async with history.run_stream(agent, "one"):
+            with pytest.raises(UsageError, match="still open"):
+                await history.run(agent, "two")
+
+    asyncio.run(main())
+    check_invariants(history.live.session.events)
+    history.close()
