@@ -7,11 +7,12 @@ pydantic-ai itself holds (``ModelMessagesTypeAdapter`` JSON), so "lossless" mean
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import signal
 import subprocess
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaThinkingCalls, DeltaThinkingPart, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from agentlog import (
@@ -42,6 +43,7 @@ from agentlog import (
 )
 from agentlog.core.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_END, USER_MESSAGE
 from agentlog.integrations.pydantic_ai import AgentlogHistory
+from tests.contract.conftest import StoreFactory
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -88,10 +90,15 @@ def types_of(history: AgentlogHistory) -> list[str]:
     return [event.type for event in history.live.session.events]
 
 
-def test_round_trip_record_restore_continue_fork(tmp_path: Path) -> None:
-    url = f"sqlite://{tmp_path / 'a.db'}"
+@pytest.fixture(params=["jsonl-zstd", "sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """The store contract suite's ``open_store`` fixture, over the durable backends."""
+    return str(request.param)
+
+
+def test_round_trip_record_restore_continue_fork(open_store: StoreFactory) -> None:
     agent = tool_agent()
-    history = AgentlogHistory("chat", url)
+    history = AgentlogHistory("chat", open_store())
     first = history.run_sync(agent, "add two numbers")
     assert dumped(history.messages()) == dumped(first.all_messages())
     second = history.run_sync(agent, "and again")
@@ -105,7 +112,8 @@ def test_round_trip_record_restore_continue_fork(tmp_path: Path) -> None:
     boundary = next(e.seq for e in history.live.session.events if e.type == TURN_END)
     history.close()
 
-    resumed = AgentlogHistory("chat", url)  # a new process would see the same
+    store = open_store()  # a restart: a new store instance over the same storage
+    resumed = AgentlogHistory("chat", store)
     assert dumped(resumed.messages()) == dumped(second.all_messages())
     seen: list[list[ModelMessage]] = []
     third = resumed.run_sync(Agent(echo_model(seen)), "still there?")
@@ -113,7 +121,6 @@ def test_round_trip_record_restore_continue_fork(tmp_path: Path) -> None:
     assert dumped(resumed.messages()) == dumped(third.all_messages())
     resumed.close()
 
-    store = SqliteStore(tmp_path / "a.db")
     fork = AgentlogHistory("chat-fork", store.fork("chat", boundary, "chat-fork"))
     assert dumped(fork.messages()) == dumped(first.all_messages())
     forked = fork.run_sync(Agent(echo_model()), "a different second question")
@@ -123,7 +130,6 @@ def test_round_trip_record_restore_continue_fork(tmp_path: Path) -> None:
     parent = AgentlogHistory("chat", store)
     assert dumped(parent.messages()) == dumped(third.all_messages())  # the fork left the parent alone
     parent.close()
-    store.close()
 
 
 def test_each_reply_and_its_tool_calls_are_logged_before_the_tools_run(tmp_path: Path) -> None:
@@ -219,6 +225,27 @@ def test_thinking_parts_become_reasoning_blocks_and_round_trip(tmp_path: Path) -
     assert isinstance(response, ModelResponse)
     assert reply.data["message"]["source"]["model"] == response.model_name
     assert reply.data["usage"]["inputTokens"] >= 0
+    history.close()
+
+
+def test_streamed_thinking_is_recorded_as_reasoning_and_round_trips(tmp_path: Path) -> None:
+    async def stream(messages: list[ModelMessage], _: AgentInfo) -> AsyncIterator[str | DeltaThinkingCalls]:
+        yield {0: DeltaThinkingPart(content="let me ")}
+        yield {0: DeltaThinkingPart(content="see", signature="sig-1")}
+        yield "4"
+
+    history = AgentlogHistory("think-stream", f"sqlite://{tmp_path / 'a.db'}")
+
+    async def main() -> list[ModelMessage]:
+        async with history.run_stream(Agent(FunctionModel(stream_function=stream)), "2+2?") as result:
+            assert await result.get_output() == "4"
+        return result.all_messages()
+
+    messages = asyncio.run(main())
+    assert dumped(history.messages()) == dumped(messages)
+    [reply] = [e for e in history.live.session.events if e.type == ASSISTANT_MESSAGE]
+    assert [(b["type"], b["text"]) for b in reply.data["message"]["content"]] == [("reasoning", "let me see"),
+                                                                                 ("text", "4")]
     history.close()
 
 
@@ -403,6 +430,21 @@ def test_a_stream_left_early_or_failed_keeps_its_prompt_and_ends_its_turn(tmp_pa
     check_invariants(events)
     history.run_sync(agent, "and now")  # the history goes on from there
     history.close()
+
+
+def test_the_example_runs_offline_records_resumes_compacts_and_forks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = REPO / "examples" / "pydantic_ai_history.py"
+    spec = importlib.util.spec_from_file_location("pydantic_ai_history", path)
+    assert spec is not None and spec.loader is not None
+    pydantic_ai_history = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pydantic_ai_history)
+    url = f"jsonl://{tmp_path / 'store'}"
+    pydantic_ai_history.main(["--store", url, "--id", "demo", "What time is it?"])
+    pydantic_ai_history.main(["--store", url, "--id", "demo", *(f"question {n}" for n in range(6))])
+    out = capsys.readouterr().out
+    assert "session demo: 4 messages to resume from" in out and "session demo: 28 messages" in out
+    assert "compacted: the history is now" in out and "fork demo-fork-" in out
 
 
 def test_run_sync_inside_a_running_loop_is_refused(tmp_path: Path) -> None:
