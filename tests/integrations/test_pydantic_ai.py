@@ -31,6 +31,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, DeltaThinkingCalls, DeltaThinkingPart, FunctionModel
 from pydantic_ai.models.test import TestModel
+from pydantic_core import PydanticSerializationError
 
 from agentlog import (
     Compactor,
@@ -357,6 +358,40 @@ def test_a_session_another_process_writes_is_refused_and_loses_nothing(tmp_path:
                 stream.close()
     history = AgentlogHistory("held", url)
     assert types_of(history)[:2] == ["turn/start", "turn/end"]
+    history.close()
+
+
+def test_an_unserializable_tool_return_fails_the_run_and_the_history_stays_usable(tmp_path: Path) -> None:
+    class Thing:
+        pass
+
+    def call_then_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if isinstance(messages[-1].parts[-1], UserPromptPart):
+            return ModelResponse(parts=[ToolCallPart("thing", {}, tool_call_id="call-1")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(FunctionModel(call_then_answer))
+
+    @agent.tool_plain
+    def thing() -> object:
+        """Returns something that is not JSON."""
+        return Thing()
+
+    history = AgentlogHistory("thing", f"sqlite://{tmp_path / 'a.db'}")
+    with pytest.raises(PydanticSerializationError, match="Thing"):  # pydantic-ai's own, passed on as is
+        history.run_sync(agent, "get the thing")
+    events = history.live.session.events
+    assert [e.type for e in events if e.type in (USER_MESSAGE, TOOL_CALL, TOOL_RESULT)] == [
+        USER_MESSAGE, TOOL_CALL, TOOL_RESULT]
+    result = next(e for e in events if e.type == TOOL_RESULT)
+    assert result.data["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"  # the recorder's answer to a cut call
+    assert events[history.live.session.seq - 1].data["reason"]["kind"] == "error"
+    check_invariants(events)
+    restored = history.messages()
+    assert [type(m).__name__ for m in restored] == ["ModelRequest", "ModelResponse", "ModelRequest"]
+    answer = restored[2].parts[0]
+    assert isinstance(answer, ToolReturnPart) and answer.tool_call_id == "call-1"
+    assert history.run_sync(Agent(echo_model()), "go on").output == "3 messages"  # the prompt joins it
     history.close()
 
 

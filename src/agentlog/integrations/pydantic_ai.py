@@ -95,8 +95,10 @@ class AgentlogHistory:
 
     @contextmanager
     def _writing(self) -> Iterator[TurnWriter]:
-        """A new turn to feed; on every exit its pending parts are logged, the turn ends (``error``
-        on an exception) and, when durable, flushed: a failed run is on disk, prompt and all."""
+        """A new turn to feed; on every exit its pending parts are logged, the turn ends and, when
+        durable, is flushed. On an exception the turn ends ``error`` and the open step closes as a
+        failed one (a call left unanswered gets the recorder's outcome-unknown result), so a failed
+        run is on disk, prompt and all, and its history is one a model accepts."""
         try:
             with self._recorder.turn() as turn:
                 header = self._live.session.request_header()
@@ -104,8 +106,10 @@ class AgentlogHistory:
                 writer = TurnWriter(turn, system if isinstance(system, str) else None)
                 try:
                     yield writer
-                finally:
-                    writer.finish()
+                except BaseException:
+                    writer.flush_pending()
+                    raise
+                writer.finish()
         finally:
             if self.durable:
                 self._live.flush()

@@ -64,8 +64,9 @@ class TurnWriter:
             self._request(message, dumped)
 
     def finish(self) -> None:
-        """Log request parts no reply followed (inside the last step, or as the turn's own message)."""
-        self._flush_pending()
+        """Log request parts no reply followed (inside the last step, or as the turn's own message)
+        and end the last step."""
+        self.flush_pending()
         if self.step is not None:
             self.step.end()
             self.step = None
@@ -94,7 +95,7 @@ class TurnWriter:
             self.step.end()
         step = self.step = self.turn.step().start()
         self.open_calls = set()
-        self._flush_pending()
+        self.flush_pending()
         provider = response.provider_name or DEFAULT_PROVIDER
         model = response.model_name or DEFAULT_MODEL
         header: dict[str, Any] = {"config": {"provider": provider, "model": model}}
@@ -108,7 +109,7 @@ class TurnWriter:
                 step.tool_call(part.tool_call_id, part.tool_name, part.args_as_json_str())
                 self.open_calls.add(part.tool_call_id)
 
-    def _flush_pending(self) -> None:
+    def flush_pending(self) -> None:
         """One ``user/message`` per request among the pending parts (in the open step, else the turn)."""
         groups: list[list[Pending]] = []
         for item in self.pending:
