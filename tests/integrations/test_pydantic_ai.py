@@ -307,8 +307,9 @@ def test_an_unserializable_message_is_refused_and_the_log_is_unchanged(tmp_path:
             history.record(bad)  # type: ignore[arg-type]
     assert history.live.session.seq == before
     assert dumped(history.messages()) == dumped(good)
-    with pytest.raises(UsageError, match="do not give message_history"):
-        history.run_sync(Agent(echo_model()), "x", message_history=[])
+    for name in ("message_history", "conversation"):
+        with pytest.raises(UsageError, match=f"do not give {name}"):
+            history.run_sync(Agent(echo_model()), "x", **{name: []})
     history.close()
 
 
@@ -491,6 +492,54 @@ def test_run_sync_inside_a_running_loop_is_refused(tmp_path: Path) -> None:
 
     asyncio.run(main())
     assert history.live.session.seq == 0
+    history.close()
+
+
+MID_TOOL_WORKER = """
+import sys, time
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, UserPromptPart
+from pydantic_ai.models.function import FunctionModel
+from agentlog.integrations.pydantic_ai import AgentlogHistory
+
+def model(messages, info):
+    if isinstance(messages[-1].parts[-1], UserPromptPart):
+        return ModelResponse(parts=[ToolCallPart("slow", {}, tool_call_id="call-1")])
+    return ModelResponse(parts=[TextPart("done")])
+
+agent = Agent(FunctionModel(model))
+
+@agent.tool_plain
+def slow() -> str:
+    print("IN TOOL", flush=True)
+    time.sleep(60)
+    return "late"
+
+AgentlogHistory("crash", sys.argv[1]).run_sync(agent, "run the slow tool")
+"""
+
+
+def test_a_process_killed_inside_a_tool_resumes_with_the_call_answered(tmp_path: Path) -> None:
+    """The reply and its call are on disk before the tool runs; reopening repairs the cut turn."""
+    url = f"sqlite://{tmp_path / 'crash.db'}?write_delay_ms=60000"  # only the recorder's checkpoints flush
+    child = subprocess.Popen([sys.executable, "-c", MID_TOOL_WORKER, url], stdout=subprocess.PIPE, text=True,
+                             cwd=REPO)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "IN TOOL"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        if child.stdout is not None:
+            child.stdout.close()
+    history = AgentlogHistory("crash", url)
+    restored = history.messages()
+    assert [type(m).__name__ for m in restored] == ["ModelRequest", "ModelResponse", "ModelRequest"]
+    call = restored[1].parts[0]
+    answer = restored[2].parts[0]
+    assert isinstance(call, ToolCallPart) and call.tool_call_id == "call-1"
+    assert isinstance(answer, ToolReturnPart) and answer.tool_call_id == "call-1"
+    check_invariants(history.live.session.events)
+    assert history.run_sync(Agent(echo_model()), "go on").output == "3 messages"
     history.close()
 
 

@@ -168,10 +168,10 @@ class AgentlogHistory:
                 self._feed(writer, stream.new_messages(), 0)
 
     def _history(self, kwargs: dict[str, Any]) -> list[ModelMessage]:
-        if "message_history" in kwargs:
-            raise UsageError("AgentlogHistory passes the session's history itself; "
-                             "do not give message_history",
-                             session_id=self.session_id)
+        for name in ("message_history", "conversation"):  # pydantic-ai's two ways of giving a history
+            if name in kwargs:
+                raise UsageError(f"AgentlogHistory passes the session's history itself; do not give {name}",
+                                 session_id=self.session_id)
         return self.messages()
 
     def _feed(self, writer: TurnWriter, messages: list[ModelMessage], done: int) -> int:
