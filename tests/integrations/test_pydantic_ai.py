@@ -13,6 +13,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,22 @@ def echo_model(seen: list[list[ModelMessage]] | None = None) -> FunctionModel:
             seen.append(list(messages))
         return ModelResponse(parts=[TextPart(f"{len(messages)} messages")], model_name="echo")
     return FunctionModel(reply)
+
+
+@contextmanager
+def killed_after(code: str, url: str) -> Iterator[str]:
+    """Run ``code`` with ``url`` in a child process; yield its first line, then SIGKILL it."""
+    child = subprocess.Popen([sys.executable, "-c", code, url], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert child.stdout is not None
+        yield child.stdout.readline().strip()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        for stream in (child.stdin, child.stdout):
+            if stream is not None:
+                stream.close()
 
 
 def types_of(history: AgentlogHistory) -> list[str]:
@@ -345,18 +362,10 @@ sys.stdin.read()
 
 def test_a_session_another_process_writes_is_refused_and_loses_nothing(tmp_path: Path) -> None:
     url = f"sqlite://{tmp_path / 'a.db'}"
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, url], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, cwd=REPO)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "HELD"
+    with killed_after(HOLDER, url) as line:
+        assert line == "HELD"
         with pytest.raises(SessionLockedError, match="open for writing by process"):
             AgentlogHistory("held", url)
-    finally:
-        holder.send_signal(signal.SIGKILL)
-        holder.wait(10)
-        for stream in (holder.stdin, holder.stdout):
-            if stream is not None:
-                stream.close()
     history = AgentlogHistory("held", url)
     assert types_of(history)[:2] == ["turn/start", "turn/end"]
     history.close()
@@ -431,17 +440,8 @@ sys.stdin.read()
 
 def test_a_recorded_run_is_durable_when_run_returns_even_if_the_process_is_killed(tmp_path: Path) -> None:
     url = f"sqlite://{tmp_path / 'crash.db'}?write_delay_ms=60000"  # nothing flushes by itself
-    child = subprocess.Popen([sys.executable, "-c", CRASH_WORKER, url], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True, cwd=REPO)
-    try:
-        assert child.stdout is not None
-        line = child.stdout.readline().strip()
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
-        for stream in (child.stdin, child.stdout):
-            if stream is not None:
-                stream.close()
+    with killed_after(CRASH_WORKER, url) as line:
+        pass
     history = AgentlogHistory("durable", url)
     assert dumped(history.messages()).decode() == line
     history.close()
@@ -522,15 +522,8 @@ AgentlogHistory("crash", sys.argv[1]).run_sync(agent, "run the slow tool")
 def test_a_process_killed_inside_a_tool_resumes_with_the_call_answered(tmp_path: Path) -> None:
     """The reply and its call are on disk before the tool runs; reopening repairs the cut turn."""
     url = f"sqlite://{tmp_path / 'crash.db'}?write_delay_ms=60000"  # only the recorder's checkpoints flush
-    child = subprocess.Popen([sys.executable, "-c", MID_TOOL_WORKER, url], stdout=subprocess.PIPE, text=True,
-                             cwd=REPO)
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "IN TOOL"
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
-        if child.stdout is not None:
-            child.stdout.close()
+    with killed_after(MID_TOOL_WORKER, url) as line:
+        assert line == "IN TOOL"
     history = AgentlogHistory("crash", url)
     restored = history.messages()
     assert [type(m).__name__ for m in restored] == ["ModelRequest", "ModelResponse", "ModelRequest"]
