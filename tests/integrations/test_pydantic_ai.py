@@ -126,6 +126,8 @@ def test_round_trip_record_restore_continue_fork(open_store: StoreFactory) -> No
     assert kinds.count(TURN_END) == 2 and kinds.count(TOOL_CALL) == kinds.count(TOOL_RESULT) == 1
     headers = [e.data["header"] for e in history.live.session.events if e.type == "request/header"]
     assert [h.get("system") for h in headers] == ["Be brief."]  # the system prompt holds across runs
+    assert [tool["name"] for tool in headers[0]["tools"]] == ["add"]
+    assert headers[0]["tools"][0]["parameters"]["required"] == ("a", "b")
     check_invariants(history.live.session.events)
     boundary = next(e.seq for e in history.live.session.events if e.type == TURN_END)
     history.close()
@@ -183,6 +185,8 @@ def test_async_run_and_both_streaming_forms_record_what_pydantic_ai_holds(tmp_pa
         assert list(sync_stream.stream_text())
     assert dumped(history.messages()) == dumped(sync_stream.all_messages())
     assert types_of(history).count(TURN_END) == 3
+    headers = [e.data["header"] for e in history.live.session.events if e.type == "request/header"]
+    assert len(headers) == 1 and headers[0]["tools"][0]["name"] == "add"  # streams keep the run's tools
     check_invariants(history.live.session.events)
     history.close()
 

@@ -17,7 +17,7 @@ try:
     from pydantic_ai.agent import AbstractAgent
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.result import StreamedRunResult, StreamedRunResultSync
-    from pydantic_ai.run import AgentRunResult
+    from pydantic_ai.run import AgentRun, AgentRunResult
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     from agentlog.errors import MissingExtraError
 
@@ -101,9 +101,7 @@ class AgentlogHistory:
         run is on disk, prompt and all, and its history is one a model accepts."""
         try:
             with self._recorder.turn() as turn:
-                header = self._live.session.request_header()
-                system = header.get("system") if header is not None else None
-                writer = TurnWriter(turn, system if isinstance(system, str) else None)
+                writer = TurnWriter(turn, self._live.session.request_header())
                 try:
                     yield writer
                 except BaseException:
@@ -125,6 +123,7 @@ class AgentlogHistory:
             async with agent.iter(user_prompt, message_history=history, **kwargs) as agent_run:
                 try:
                     async for _node in agent_run:
+                        writer.tools = tool_definitions(agent_run) or writer.tools
                         done = self._feed(writer, agent_run.new_messages(), done)
                 finally:  # a failed run keeps what it made (its prompt, a reply before the failure)
                     self._feed(writer, agent_run.new_messages(), done)
@@ -181,3 +180,16 @@ class AgentlogHistory:
             writer.feed(message, data)
         return len(messages)
 
+
+
+def tool_definitions(agent_run: AgentRun[Any, Any]) -> list[dict[str, Any]] | None:
+    """The function tools of the run's latest model request as agentlog header tools
+    ``{name, description, parameters}``, or None where the run does not say (its state is read
+    as pydantic-ai's instrumentation reads it)."""
+    state = getattr(agent_run.ctx, "state", None)
+    parameters = getattr(state, "last_model_request_parameters", None)
+    tools = getattr(parameters, "function_tools", None)
+    if not tools:
+        return None
+    return [{"name": tool.name, "description": tool.description or "",
+             "parameters": tool.parameters_json_schema} for tool in tools]

@@ -45,15 +45,19 @@ Pending = tuple[str, dict[str, Any], int, Any, list[dict[str, Any]]]
 class TurnWriter:
     """Feeds ModelMessages, in order, into one open ``Turn``; ``finish`` logs what is still pending.
 
-    ``system`` is the system prompt so far (the latest request header's): a history's system prompt
-    parts sit in its first request only, and a request's ``instructions`` replace them.
+    ``system`` and ``tools`` start as the latest request header's: a history's system prompt parts
+    sit in its first request only (a request's ``instructions`` replace them), and the tools are
+    known only where the run says them (``tools``, set by the caller before a reply is fed).
     """
 
-    def __init__(self, turn: Turn, system: str | None = None) -> None:
+    def __init__(self, turn: Turn, header: Any = None) -> None:
         self.turn = turn
         self.step: Step | None = None
         self.pending: list[Pending] = []
-        self.system = system
+        system = header.get("system") if header is not None else None
+        self.system: str | None = system if isinstance(system, str) else None
+        tools = header.get("tools") if header is not None else None
+        self.tools: list[dict[str, Any]] | None = [dict(tool) for tool in tools] if tools else None
         self.open_calls: set[str] = set()
 
     def feed(self, message: ModelMessage, dumped: dict[str, Any]) -> None:
@@ -101,6 +105,8 @@ class TurnWriter:
         header: dict[str, Any] = {"config": {"provider": provider, "model": model}}
         if self.system:
             header["system"] = self.system
+        if self.tools:
+            header["tools"] = self.tools
         step.request_header(header)
         step.assistant(provider=provider, model=model, usage=usage_of(response),
                        content=assistant_blocks(response), replay_state={REPLAY_KEY: {"message": dumped}})
