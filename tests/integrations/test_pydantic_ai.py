@@ -540,6 +540,23 @@ def test_a_process_killed_inside_a_tool_resumes_with_the_call_answered(tmp_path:
     history.close()
 
 
+def test_a_turn_another_writer_left_open_is_refused_and_nothing_is_logged(tmp_path: Path) -> None:
+    from agentlog import Recorder
+
+    store = SqliteStore(tmp_path / "a.db")
+    live = store.start("open")
+    Recorder(live).turn().start()
+    history = AgentlogHistory("open", live)
+    for attempt in (lambda: history.run_sync(Agent(echo_model()), "x"),
+                    lambda: history.record([ModelRequest(parts=[UserPromptPart("x")])])):
+        with pytest.raises(UsageError, match=r"turn 1 is still open"):
+            attempt()
+    assert live.session.seq == 1
+    history.close()  # the caller's live session stays open
+    live.close()
+    store.close()
+
+
 def test_two_runs_at_once_on_one_history_the_second_is_refused(tmp_path: Path) -> None:
     history = AgentlogHistory("busy", f"sqlite://{tmp_path / 'a.db'}")
     agent = tool_agent()
