@@ -487,6 +487,14 @@ def test_the_example_runs_offline_records_resumes_compacts_and_forks(
     assert "compacted: the history is now" in out and "fork demo-fork-" in out
 
 
+def test_without_the_extra_the_import_names_it() -> None:
+    code = ("import sys; sys.modules['pydantic_ai'] = None\n"
+            "try:\n    import agentlog.integrations.pydantic_ai\n"
+            "except Exception as exc:\n    print(type(exc).__name__, exc)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.startswith("MissingExtraError") and "agentlog[pydantic-ai]" in out.stdout
+
+
 def test_run_sync_inside_a_running_loop_is_refused(tmp_path: Path) -> None:
     history = AgentlogHistory("loop", f"sqlite://{tmp_path / 'a.db'}")
 
