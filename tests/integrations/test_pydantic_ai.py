@@ -139,6 +139,8 @@ def test_round_trip_record_restore_continue_fork(open_store: StoreFactory) -> No
     third = resumed.run_sync(Agent(echo_model(seen)), "still there?")
     assert dumped(seen[0][:-1]) == dumped(second.all_messages())  # the model was sent the whole history
     assert dumped(resumed.messages()) == dumped(third.all_messages())
+    latest = resumed.live.session.request_header()
+    assert latest is not None and "tools" not in latest  # an agent without tools: the header says so
     resumed.close()
 
     fork = AgentlogHistory("chat-fork", store.fork("chat", boundary, "chat-fork"))

@@ -43,7 +43,7 @@ class AgentlogHistory:
 
     ``store`` is a ``Store``, a store URL or a ``LiveSession`` (e.g. from ``store.fork``). Given a
     store or URL, this object opens the session (creating it if new) and holds its writer lock until
-    ``close()``; a session another process writes is refused (``ConcurrentWriterError``). With
+    ``close()``; a session another process writes is refused (``SessionLockedError``). With
     ``durable=True`` each recorded turn is on disk when the call returns.
     """
 
@@ -123,7 +123,8 @@ class AgentlogHistory:
             async with agent.iter(user_prompt, message_history=history, **kwargs) as agent_run:
                 try:
                     async for _node in agent_run:
-                        writer.tools = tool_definitions(agent_run) or writer.tools
+                        tools = tool_definitions(agent_run)
+                        writer.tools = writer.tools if tools is None else tools
                         done = self._feed(writer, agent_run.new_messages(), done)
                 finally:  # a failed run keeps what it made (its prompt, a reply before the failure)
                     self._feed(writer, agent_run.new_messages(), done)
@@ -181,15 +182,14 @@ class AgentlogHistory:
         return len(messages)
 
 
-
 def tool_definitions(agent_run: AgentRun[Any, Any]) -> list[dict[str, Any]] | None:
     """The function tools of the run's latest model request as agentlog header tools
-    ``{name, description, parameters}``, or None where the run does not say (its state is read
-    as pydantic-ai's instrumentation reads it)."""
+    ``{name, description, parameters}`` (``[]``: none), or None where the run does not say yet
+    (its state is read as pydantic-ai's instrumentation reads it)."""
     state = getattr(agent_run.ctx, "state", None)
     parameters = getattr(state, "last_model_request_parameters", None)
     tools = getattr(parameters, "function_tools", None)
-    if not tools:
+    if tools is None:
         return None
     return [{"name": tool.name, "description": tool.description or "",
              "parameters": tool.parameters_json_schema} for tool in tools]
