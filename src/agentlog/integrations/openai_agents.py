@@ -30,7 +30,8 @@ from agentlog.core.events import (
 from agentlog.core.jsonvalue import freeze
 from agentlog.core.messages import derive_event_message
 from agentlog.core.session import Session
-from agentlog.errors import MissingExtraError, SessionNotFoundError, UsageError
+from agentlog.errors import MissingExtraError, UsageError
+from agentlog.integrations.held_session import hold_session
 from agentlog.integrations.responses_events import (
     append_events,
     next_turn,
@@ -39,7 +40,6 @@ from agentlog.integrations.responses_events import (
 )
 from agentlog.integrations.responses_items import REPLAY_KEY, items_of_message, split_items
 from agentlog.store.base import Store
-from agentlog.store.urls import open_store
 from agentlog.store.writer import LiveSession
 
 try:
@@ -96,25 +96,8 @@ class AgentlogSession:
         self._provider, self._model = provider, model
         self._lock = threading.Lock()
         self._closed = False
-        self._owned_store: Store | None = None
-        if isinstance(store, LiveSession):
-            if store.id != session_id:
-                raise UsageError(f"session_id {session_id!r} does not match the live session {store.id!r}",
-                                 session_id=session_id)
-            self._live, self._owns_live = store, False
-            return
-        if isinstance(store, str):
-            store = self._owned_store = open_store(store)
-        try:
-            try:
-                live = store.open(session_id)
-            except SessionNotFoundError:
-                live = store.start(session_id)
-        except BaseException:
-            if self._owned_store is not None:
-                self._owned_store.close()
-            raise
-        self._live, self._owns_live = live, True
+        self._held = hold_session(session_id, store)
+        self._live = self._held.live
 
     @property
     def live(self) -> LiveSession:
@@ -130,12 +113,7 @@ class AgentlogSession:
             if self._closed:
                 return
             self._closed = True
-            try:
-                if self._owns_live:
-                    self._live.close()
-            finally:
-                if self._owned_store is not None:
-                    self._owned_store.close()
+            self._held.release()
 
     def _check_open(self) -> None:
         if self._closed:
