@@ -8,6 +8,8 @@ transcript, fork and the tool-pairing rules hold), and refusals that leave the l
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -260,4 +262,21 @@ def test_a_reader_loading_mid_invocation_does_not_stop_the_next_event(tmp_path: 
     check_invariants(log.events)
     ends = [e.data["reason"]["kind"] for e in log.events if e.type == TURN_END]
     assert ends == ["interrupted", "completed"]  # the answer went on in a turn of its own
+    store.close()
+
+
+def test_the_example_runs_an_adk_runner_on_agentlog(tmp_path: Path) -> None:
+    (tmp_path / "db").mkdir(mode=0o700)
+    url = f"sqlite://{tmp_path / 'db' / 'adk.db'}"
+    example = Path(__file__).resolve().parents[2] / "examples" / "adk_session.py"
+    done = subprocess.run([sys.executable, str(example), "--store", url], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Weather in Paris? -> Paris: sunny, up to 21 °C." in done.stdout
+    assert "ADK sees 8 events in 's1'" in done.stdout
+    store = SqliteStore(tmp_path / "db" / "adk.db")
+    inspection = store.load(session_log_id("weather", "alice", "s1"))
+    check_invariants(inspection.events)
+    roles = [m["role"] for m in transcript(inspection.events)]
+    assert roles == ["user", "assistant", "user", "assistant"] * 2
     store.close()
