@@ -106,17 +106,13 @@ class AgentlogSessionService(BaseSessionService):
         merged.update({USER_PREFIX + k: v for k, v in user.items()})
         return merged
 
-    def _read(self, log_id: str) -> tuple[Folded, int] | None:
-        """The folded session and its revision (seq of its last ADK record), None when missing."""
+    def _read(self, log_id: str) -> Folded | None:
+        """The folded session, None when it is missing."""
         try:
-            events = self._store.inspect(log_id).events
+            folded = Folded(self._store.inspect(log_id).events)
         except SessionNotFoundError:
             return None
-        folded = Folded(events)
-        if not folded.found:
-            return None
-        builder = AdkEvents.resume(events)
-        return folded, builder.last_record
+        return folded if folded.revision >= 0 else None
 
     def _builder(self, log_id: str) -> AdkEvents | None:
         builder = self._builders.get(log_id)
@@ -178,10 +174,9 @@ class AgentlogSessionService(BaseSessionService):
     def _get(self, app_name: str, user_id: str, session_id: str,
              config: GetSessionConfig | None) -> Session | None:
         sid = session_id.strip() if session_id else session_id
-        read = self._read(session_log_id(app_name, user_id, sid))
-        if read is None:
+        folded = self._read(session_log_id(app_name, user_id, sid))
+        if folded is None:
             return None
-        folded, revision = read
         events = folded.events
         if config is not None:
             if config.num_recent_events is not None:
@@ -192,7 +187,7 @@ class AgentlogSessionService(BaseSessionService):
                           state=self._merged(app_name, user_id, folded.state),
                           events=[Event.model_validate(event) for event in events],
                           last_update_time=folded.last_update)
-        session._storage_update_marker = str(revision)
+        session._storage_update_marker = str(folded.revision)
         return session
 
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
@@ -207,10 +202,9 @@ class AgentlogSessionService(BaseSessionService):
             named = parse_session_id(header.id)
             if named is None or named[0] != app_name or (user_id is not None and named[1] != user_id):
                 continue
-            read = self._read(header.id)
-            if read is None:
+            folded = self._read(header.id)
+            if folded is None:
                 continue
-            folded, _revision = read
             sessions.append(Session(id=named[2], app_name=app_name, user_id=named[1],
                                     state=self._merged(app_name, named[1], folded.state),
                                     last_update_time=folded.last_update))
@@ -296,7 +290,7 @@ class AgentlogSessionService(BaseSessionService):
                 raise StaleSessionError(STALE_MESSAGE)
             return
         read = self._read(log_id)
-        stored = read[0].events if read is not None else []
+        stored = read.events if read is not None else []
         if session.events and (not stored or stored[-1].get("id") != session.events[-1].id):
             raise StaleSessionError(STALE_MESSAGE)
         if not session.events and stored:

@@ -27,7 +27,6 @@ __all__ = [
     "Folded",
     "ScopeLogs",
     "app_log_id",
-    "fold",
     "json_state",
     "parse_session_id",
     "session_log_id",
@@ -84,29 +83,26 @@ def json_state(state: Mapping[str, Any], where: str) -> Any:
 
 
 class Folded:
-    """What a session's log says: its ADK events (as JSON), session state and last update time."""
+    """What a session's log says: its ADK events (as JSON), session state, last update time and
+    revision (the seq of its last ADK record; -1 when the log holds no ``adk/session``)."""
 
     def __init__(self, events: Iterable[Event]) -> None:
         self.events: list[dict[str, Any]] = []
         self.state: dict[str, Any] = {}
-        self.created = 0.0
         self.last_update = 0.0
-        self.found = False
+        self.revision = -1
         for event in events:
             if event.type == ADK_SESSION:
-                self.found = True
+                self.revision = event.seq
                 self.state = thaw(event.data["state"])
-                self.created = self.last_update = float(event.data["createTime"])
+                self.last_update = float(event.data["createTime"])
             elif event.type == ADK_EVENT:
+                self.revision = event.seq
                 adk = thaw(event.data["event"])
                 self.events.append(adk)
                 delta = (adk.get("actions") or {}).get("state_delta") or {}
                 self.state.update(split_delta(delta)[2])
                 self.last_update = float(adk.get("timestamp", self.last_update))
-
-
-def fold(events: Iterable[Event]) -> Folded:
-    return Folded(events)
 
 
 class ScopeLogs:
@@ -155,6 +151,3 @@ class ScopeLogs:
             seq = 0
         self._next[log_id] = seq
         return seq
-
-    def forget(self) -> None:
-        self._next.clear()
