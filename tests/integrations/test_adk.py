@@ -280,3 +280,20 @@ def test_the_example_runs_an_adk_runner_on_agentlog(tmp_path: Path) -> None:
     roles = [m["role"] for m in transcript(inspection.events)]
     assert roles == ["user", "assistant", "user", "assistant"] * 2
     store.close()
+
+
+def test_two_services_on_one_store_take_turns(open_store: StoreFactory) -> None:
+    """Two services (two store objects, as two processes have) on one session: the overtaken
+    object is refused as stale with nothing written; reloaded, it appends after the other's event."""
+    first, second = AgentlogSessionService(open_store()), AgentlogSessionService(open_store())
+    mine = run(first.create_session(app_name=APP, user_id=USER, session_id="s"))
+    run(first.append_event(mine, invocation(1)[0]))
+    theirs = run(second.get_session(app_name=APP, user_id=USER, session_id="s"))
+    run(second.append_event(theirs, invocation(1)[1]))
+    with pytest.raises(StaleSessionError):
+        run(first.append_event(mine, invocation(1)[2]))
+    mine = run(first.get_session(app_name=APP, user_id=USER, session_id="s"))
+    run(first.append_event(mine, invocation(1)[2]))
+    got = run(second.get_session(app_name=APP, user_id=USER, session_id="s"))
+    assert [len(e.content.parts) for e in got.events] == [1, 2, 1]
+    check_invariants(open_store().load(session_log_id(APP, USER, "s")).events)
