@@ -51,7 +51,8 @@ DEFAULT_SYSTEMS: Final = (
     "agentlog-jsonl-zstd", "agentlog-sqlite", "openai-agents-sqlite", "langgraph-sqlite-delta",
     "adk-sqlite", "langgraph-agentlog", "langgraph-sqlite", "langgraph-postgres",
 )
-"""Measured unless ``$AGENTLOG_BENCH_PEERS`` names others (``langgraph-postgres-delta`` is opt-in)."""
+"""Measured unless ``$AGENTLOG_BENCH_PEERS`` names others (``langgraph-postgres-delta`` and
+``adk-agentlog`` are opt-in)."""
 
 REFERENCE: Final = "agentlog-jsonl-zstd"
 """The agentlog configuration every peer's ratio is taken against (the targets' reference)."""

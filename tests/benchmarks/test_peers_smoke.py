@@ -94,6 +94,15 @@ def test_every_default_system_is_measured_or_skipped_with_its_reason(report: dic
             assert set(figures(report, name)) == FIGURES, name
 
 
+def test_adk_on_agentlog_is_measured_beside_adks_own_service(tmp_path: Path) -> None:
+    _done, data = run_cli(tmp_path, {ENV_SYSTEMS: "adk-sqlite,adk-agentlog"}, "--warmup", "0")
+    assert suite(data)["errors"] == []
+    for name in ("adk-sqlite", "adk-agentlog"):
+        assert set(figures(data, name)) == FIGURES, name
+        assert figures(data, name)["record.s"]["note"] == "16 items"
+        assert figures(data, name)["fork_bytes.bytes"]["median"] > 0
+
+
 def test_agentlog_is_the_baseline_every_peer_is_divided_by(report: dict[str, Any]) -> None:
     reference = figures(report, REFERENCE)
     assert reference and all(f["is_baseline"] for f in reference.values())

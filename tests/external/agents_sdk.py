@@ -12,23 +12,24 @@ and exits 1 on a failure or a stale not-applicable entry, 3 when the sdist canno
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
-from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+
+try:  # run as ``python -m tests.external.agents_sdk``, or imported by the plugin from this directory
+    from tests.external.external_suite import Counts, cache_dir, run_pytest
+    from tests.external.external_suite import main as run_main
+except ImportError:
+    from external_suite import Counts, cache_dir, run_pytest  # type: ignore[no-redef]
+    from external_suite import main as run_main  # type: ignore[no-redef]
 
 SDK = "openai-agents"
 SDK_VERSION = "0.24.0"
 SDIST = f"openai_agents-{SDK_VERSION}.tar.gz"
 SDIST_SHA256 = "4b4b285f4fed81fdf1b4ac426a9101658d9cd29b4fb1aaeee18f639b77e704e3"
-HERE = Path(__file__).resolve().parent
 SESSION_FILES = (
     "tests/memory/test_session.py",
     "tests/memory/test_session_limit.py",
@@ -50,35 +51,10 @@ RUNNER_FILES = (
     "tests/test_tool_failure_boundaries.py",
 )
 """The runner test files that use SQLiteSession: only the tests whose source names it."""
-NOT_APPLICABLE_PREFIX = "not applicable: "
 
 
 class SdistUnavailableError(Exception):
     """The pinned sdist could not be downloaded (no index reachable)."""
-
-
-@dataclass
-class Counts:
-    """What a run of the SDK's tests gave; ``with_agentlog`` counts the passed tests that built one."""
-
-    passed: int = 0
-    failed: list[str] = field(default_factory=list)
-    not_applicable: int = 0
-    skipped: list[str] = field(default_factory=list)  # "node (reason)"
-    with_agentlog: int = 0
-    stale: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def line(self) -> str:
-        return (f"openai-agents {SDK_VERSION} tests on AgentlogSession: {self.passed} passed "
-                f"({self.with_agentlog} of them through an AgentlogSession), {len(self.failed)} failed, "
-                f"{self.not_applicable} not applicable, {len(self.skipped)} skipped by the SDK "
-                f"in {self.seconds:.0f} s")
-
-
-def cache_dir() -> Path:
-    configured = os.environ.get("AGENTLOG_EXTERNAL_CACHE")
-    return Path(configured) if configured else Path.home() / ".cache" / "agentlog" / "external"
 
 
 def sdist(cache: Path) -> Path:
@@ -111,34 +87,8 @@ def unpack(archive: Path, into: Path) -> Path:
 
 def run_tests(root: Path) -> Counts:
     """Run the SDK's tests in ``root`` in a subprocess with the swap plugin; their outcomes counted."""
-    report = root / "agentlog-report.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-           "AGENTS_SDK_REPORT": str(report)}
-    started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "--no-header", "-p", "no:cacheprovider",
-                    "-p", "agents_sdk_swap", "--timeout", "120", "--tb=short", *SESSION_FILES, *RUNNER_FILES],
-                   cwd=root, env=env, check=False, timeout=1800)
-    if not report.is_file():
-        raise RuntimeError("the SDK's test run wrote no report (pytest failed to start)")
-    counts = tally(json.loads(report.read_text(encoding="utf-8")))
-    counts.seconds = time.monotonic() - started
-    return counts
-
-
-def tally(report: dict[str, Any]) -> Counts:
-    counts = Counts(stale=list(report["stale"]))
-    for node, entry in sorted(report["tests"].items()):
-        outcome = entry.get("outcome")
-        if outcome == "failed":
-            counts.failed.append(node)
-        elif outcome == "skipped" and entry.get("reason", "").startswith(NOT_APPLICABLE_PREFIX):
-            counts.not_applicable += 1
-        elif outcome == "skipped":
-            counts.skipped.append(f"{node} ({entry.get('reason', '')})")
-        elif outcome == "passed":
-            counts.passed += 1
-            counts.with_agentlog += bool(entry.get("agentlog"))
-    return counts
+    return run_pytest(f"openai-agents {SDK_VERSION} tests on AgentlogSession", root, "agents_sdk_swap",
+                      (*SESSION_FILES, *RUNNER_FILES))
 
 
 def run() -> Counts:
@@ -153,19 +103,7 @@ def run() -> Counts:
 
 
 def main() -> int:
-    try:
-        counts = run()
-    except SdistUnavailableError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
-    print(counts.line())
-    for node in counts.failed:
-        print(f"failed: {node}")
-    for node in counts.skipped:
-        print(f"skipped by the SDK: {node}")
-    for node in counts.stale:
-        print(f"stale not-applicable entry (no such test): {node}")
-    return 1 if counts.failed or counts.stale else 0
+    return run_main(run, SdistUnavailableError)
 
 
 if __name__ == "__main__":

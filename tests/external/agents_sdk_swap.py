@@ -16,8 +16,6 @@ not applicable, and writes each test's outcome, and whether it built an Agentlog
 from __future__ import annotations
 
 import inspect
-import json
-import os
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ import agents.memory
 import pytest
 from agents.memory import SessionSettings
 from agents_sdk import RUNNER_FILES, SESSION_FILES  # this directory is on PYTHONPATH
+from external_suite import noting_agentlog, read_not_applicable, record_outcome, select, write_report
 
 from agentlog.integrations.openai_agents import AgentlogSession
 
@@ -51,16 +50,6 @@ agents.SQLiteSession = SwappedSQLiteSession  # type: ignore[attr-defined,misc]
 agents.memory.SQLiteSession = SwappedSQLiteSession  # type: ignore[attr-defined,misc]
 
 
-def not_applicable() -> dict[str, str]:
-    """The checked-in list: node id (or a test's id without its parameters) -> why it does not apply."""
-    entries: dict[str, str] = {}
-    for line in NOT_APPLICABLE.read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            node, _, reason = line.partition("|")
-            entries[node.strip()] = reason.strip()
-    return entries
-
-
 def _names_sqlite_session(item: pytest.Item) -> bool:
     function = getattr(item, "function", None)
     try:
@@ -71,56 +60,28 @@ def _names_sqlite_session(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep the session files and the runner tests that name SQLiteSession; skip what does not apply."""
-    reasons = not_applicable()
-    kept, dropped, matched = [], [], set()
-    for item in items:
+    def keep(item: pytest.Item) -> bool:
         path = item.nodeid.split("::", 1)[0]
-        if not (path in SESSION_FILES or (path in RUNNER_FILES and _names_sqlite_session(item))):
-            dropped.append(item)
-            continue
-        kept.append(item)
-        entry = next((node for node in (item.nodeid, item.nodeid.split("[", 1)[0]) if node in reasons), None)
-        if entry is not None:
-            matched.add(entry)
-            item.add_marker(pytest.mark.skip(reason=f"not applicable: {reasons[entry]}"))
-    config.stash[_STALE] = sorted(set(reasons) - matched)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+        return path in SESSION_FILES or (path in RUNNER_FILES and _names_sqlite_session(item))
 
-
-_STALE = pytest.StashKey[list[str]]()
-_results: dict[str, dict[str, Any]] = {}
+    select(config, items, keep, read_not_applicable(NOT_APPLICABLE))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item,
                             nextitem: pytest.Item | None) -> Generator[None, object, object]:
     """Note whether the test built an AgentlogSession; close the ones it left open."""
-    _built.clear()
-    try:
-        return (yield)
-    finally:
-        _results.setdefault(item.nodeid, {})["agentlog"] = bool(_built)
-        for session in _built:
-            session.close()
-        _built.clear()
+    with noting_agentlog(item, _built):
+        try:
+            return (yield)
+        finally:
+            for session in _built:
+                session.close()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    entry = _results.setdefault(report.nodeid, {"outcome": "passed"})
-    if report.skipped:
-        entry["outcome"] = "skipped"
-        reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else ""
-        entry["reason"] = reason.removeprefix("Skipped: ")
-    elif report.failed:
-        entry["outcome"] = "failed"
-    else:
-        entry.setdefault("outcome", "passed")
+    record_outcome(report)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    target = os.environ.get("AGENTS_SDK_REPORT")
-    if target:
-        Path(target).write_text(json.dumps({"tests": _results, "stale": session.config.stash.get(_STALE, [])},
-                                           indent=1), encoding="utf-8")
+    write_report(session)

@@ -119,13 +119,19 @@ class ItemEvents:
 
     def result_item(self, item: Any) -> None:
         (block,), shell = split_item(item)
+        self.tool_result(block, {"replayState": {REPLAY_KEY: [shell]}})
+
+    def tool_result(self, block: dict[str, Any], source: Mapping[str, Any] | None = None) -> None:
+        """A ``tool-result`` block: a ``tool/call`` + ``tool/result`` pair in its call's step (a step
+        of its own when the call is in an earlier one), a ``user/message`` when no call is open.
+        ``source`` adds to the message's tool source."""
         call_id = block["toolCallId"]
         if call_id not in self.pending:  # its call is in an earlier step (or not open): a step of its own
             self.end_step()
             self.ensure_step()
         self.pending.discard(call_id)
-        source = {"kind": "tool", "callId": call_id, "replayState": {REPLAY_KEY: [shell]}}
-        message = {"id": self.new_id(), "role": "user", "content": [block], "source": source}
+        message = {"id": self.new_id(), "role": "user", "content": [block],
+                   "source": {"kind": "tool", "callId": call_id, **(source or {})}}
         opened = self.open.pop(call_id, None)
         if opened is None:  # no open call to pair with: the same message, off the tool-pairing count
             self.emit(USER_MESSAGE, message, op="append")
