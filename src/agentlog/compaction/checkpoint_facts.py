@@ -16,7 +16,7 @@ from typing import Any
 
 __all__ = [
     "Commit", "Issue", "Tracker", "added_lines", "change_notes", "commits", "file_purpose", "issue_bodies",
-    "spec_lines",
+    "is_prohibition", "spec_lines",
 ]
 
 _COMMIT = re.compile(r"^\[([\w./@+-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+?)\s*$", re.MULTILINE)
@@ -169,6 +169,17 @@ def issue_bodies(text: str) -> Iterator[tuple[str, str]]:
             lines.append(line)
     if current is not None:
         yield current, "\n".join(lines)
+
+
+_PROHIBITION = re.compile(
+    r"\b(?:do not|don't|never|must not|mustn't|should not|shouldn't|cannot|avoid|no new|no extra"
+    r"|unchanged|as is|as-is|untouched|instead of)\b", re.IGNORECASE)
+
+
+def is_prohibition(sentence: str) -> bool:
+    """A constraint stated negatively ("do not edit X", "keep Y unchanged", "never Z"): a rule that
+    outlives the task whose spec stated it."""
+    return bool(_PROHIBITION.search(sentence))
 
 
 def spec_lines(body: str, limit: int = 24) -> list[str]:

@@ -42,7 +42,7 @@ from agentlog.compaction.reading import (
     tool_result_is_error,
 )
 
-__all__ = ["ErrorFix", "TestRun", "Walk", "is_file_path", "relative"]
+__all__ = ["ErrorFix", "TestRun", "Walk", "is_file_path", "outcome_history", "relative"]
 
 _FIRST_SENTENCE = re.compile(r"^(.{20,240}?[.!?])(?:\s|$)", re.DOTALL)
 _EXPLORING = re.compile(r"^\s*(?:ls|find|cat|head|tail|grep|rg|which|stat|file|wc|tree)\b")
@@ -103,6 +103,27 @@ class TestRun:
     def describe(self) -> str:
         where = f"`{_short(self.command)}` → " if self.command else ""
         return f"{where}`{self.outcome}`"
+
+
+_HISTORY_RUNS = 16
+"""The test history keeps the outcomes of this many latest runs."""
+_HISTORY_OUTCOME_CHARS = 100
+
+
+def outcome_history(runs: list[TestRun]) -> str | None:
+    """Every test outcome, oldest first, one bullet (a repeated outcome once): the failing runs
+    before a fix and the suite's size after each task, which the latest run alone does not say."""
+    outcomes: list[str] = []
+    for run in runs:
+        if run.command is None or len(run.outcome) > _HISTORY_OUTCOME_CHARS:
+            continue  # a count quoted in prose or a report, not a run's summary line
+        if not outcomes or outcomes[-1] != run.outcome:
+            outcomes.append(run.outcome)
+    if len(outcomes) < 2:
+        return None
+    shown = outcomes[-_HISTORY_RUNS:]
+    more = f"{len(outcomes) - len(shown)} earlier, then " if len(outcomes) > len(shown) else ""
+    return "Test runs, oldest first: " + more + " → ".join(f"`{o}`" for o in shown)
 
 
 def _coverage(text: str) -> list[str]:
