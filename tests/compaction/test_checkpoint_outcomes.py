@@ -94,3 +94,37 @@ def test_an_open_tasks_requirement_is_not_repeated_as_a_quoted_constraint() -> N
                 result("s1", SHOW)]
     critical = section(ExtractiveSummarizer(max_ratio=None).summarize_text(messages), "Critical Context")
     assert critical.count("Do not introduce additional persistence models.") == 1
+
+
+NO_GOS = """✓ app-z.1 · Render the transcript   [● P2 · CLOSED]
+Owner: someone
+
+DESCRIPTION
+Render it.
+
+## No-gos
+- No new route/page for subagent transcripts in this epic.
+- No scope expansion to `PaneViewLive`.
+"""
+
+
+def test_a_finished_tasks_no_gos_stay_in_the_checkpoint() -> None:
+    messages = [user("Work on app-z."), assistant(call("s1", "Bash", {"command": "bd show app-z.1"})),
+                result("s1", NO_GOS)]
+    critical = section(ExtractiveSummarizer(max_ratio=None).summarize_text(messages), "Critical Context")
+    assert "app-z.1 (done) required: No new route/page for subagent transcripts in this epic." in critical
+    assert "app-z.1 (done) required: No scope expansion to `PaneViewLive`." in critical
+
+
+def test_a_linters_verdict_is_kept_with_its_command() -> None:
+    messages = [user("Lint the renderer."),
+                assistant(call("l1", "Bash", {"command": "mix credo lib/renderer.ex"})),
+                result("l1", "Checking 1 source file ...\n\n71 mods/funs, found no issues.\n"),
+                assistant(call("l2", "Bash", {"command": "ruff check src"})),
+                result("l2", "All checks passed!")]
+    walk = Walk()
+    walk.run(messages)
+    assert [(c.outcome, c.failed) for c in walk.checks] == [("71 mods/funs, found no issues.", False),
+                                                            ("All checks passed!", False)]
+    critical = section(ExtractiveSummarizer(max_ratio=None).summarize_text(messages), "Critical Context")
+    assert "Check: `mix credo lib/renderer.ex` → `71 mods/funs, found no issues.`" in critical

@@ -105,6 +105,18 @@ class TestRun:
         return f"{where}`{self.outcome}`"
 
 
+_CHECK_VERDICT = re.compile(
+    r"\bfound (?:no|\d+)\b[\w ,]{0,60}\b(?:issues?|errors?|warnings?|problems?)\b|\bno issues found\b"
+    r"|^all checks passed\b|\b\d+ problems? \(", re.IGNORECASE)
+_CLEAN_CHECK = re.compile(r"\b(?:found no|no issues|all checks passed)\b", re.IGNORECASE)
+
+
+def _check_verdicts(text: str) -> list[str]:
+    """A linter's or type checker's summary lines (``71 mods/funs, found no issues.``)."""
+    lines = (re.sub(r"\s+", " ", raw).strip() for raw in text.splitlines())
+    return [line for line in lines if len(line) <= 160 and _CHECK_VERDICT.search(line)][-2:]
+
+
 _HISTORY_RUNS = 16
 """The test history keeps the outcomes of this many latest runs."""
 _HISTORY_OUTCOME_CHARS = 100
@@ -195,6 +207,8 @@ class Walk:
         self.branch: str | None = None
         """The git branch the latest ``git status`` or branch creation named."""
         self.searches: list[tuple[str, list[str]]] = []
+        self.checks: list[TestRun] = []
+        """Linter and type-checker verdicts ("found no issues", "Found 3 errors"), with their command."""
         """Search commands and the files they found."""
         self.ran: dict[str, None] = {}
         """Commands that were neither searches, reads nor patches (``cargo init --lib``), in order."""
@@ -373,6 +387,7 @@ class Walk:
             self._delegation(call, text)
             self.branch = branch_of(command or "", text) or self.branch
         if command is not None:
+            self.checks.extend(TestRun(command, v, not _CLEAN_CHECK.search(v)) for v in _check_verdicts(text))
             hits = search_hits(command, text)
             if hits:
                 self.searches.append((_short(command), hits))

@@ -135,6 +135,11 @@ def _issue_line(issue: Issue) -> str:
     return f"{issue.id}: {issue.title}" if issue.title else issue.id
 
 
+def _prohibitions(issue: Issue) -> list[str]:
+    """The negatively stated requirements of a finished task's spec: rules that still hold."""
+    return [line for line in spec_lines(issue.body) if is_prohibition(line)]
+
+
 def _add_tracker(draft: Draft, walk: Walk) -> list[Issue]:
     """Open and in-progress issues as pending jobs, finished ones demoted; returns the open ones."""
     issues = walk.tracker.in_scope()
@@ -149,6 +154,8 @@ def _add_tracker(draft: Draft, walk: Walk) -> list[Issue]:
         if issue.state == "closed":
             reason = f" — {clip(issue.reason, 300)}" if issue.reason else ""
             draft.add(_PENDING, 45, f"[done] {_issue_line(issue)}{reason}")
+            for line in _prohibitions(issue):
+                draft.add(_CRITICAL, 64, f"{issue.id} (done) required: {line}")
     tasks = sorted(walk.tasks.values(),
                    key=lambda t: (t.state != "in_progress", t.state == "closed", t.order))
     for task in tasks:
@@ -202,7 +209,8 @@ def _add_repository(draft: Draft, walk: Walk) -> None:
 
 
 def _add_outcomes(draft: Draft, walk: Walk) -> None:
-    """The branch and commits, the two latest distinct test runs, and every outcome before them."""
+    """The branch and commits, the two latest distinct test runs, every outcome before them, and
+    the latest linter and type-checker verdicts."""
     _add_repository(draft, walk)
     latest: dict[str, None] = {}
     for run in reversed(walk.test_runs):
@@ -213,24 +221,27 @@ def _add_outcomes(draft: Draft, walk: Walk) -> None:
     history = outcome_history(walk.test_runs)
     if history is not None:
         draft.add(_CRITICAL, 89, history)
+    for index, check in enumerate(reversed(walk.checks)):
+        draft.add(_CRITICAL, 63 if index < 4 else 16, f"Check: {check.describe()}")
 
 
 def _add_constraints(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[Issue]) -> None:
     """Quoted constraints, ranked by where they were stated; an open task's are already there."""
     open_bodies = [normalize(i.body) for i in active]
     closed_bodies = [normalize(i.body) for i in walk.tracker.in_scope() if i.state == "closed"]
-    required = {normalize(line) for i in active for line in spec_lines(i.body)}
+    required = {normalize(line) for i in active for line in spec_lines(i.body)} | {
+        normalize(line) for i in walk.tracker.in_scope() if i.state == "closed" for line in _prohibitions(i)}
     typed = {normalize(c) for r in facts.requests for c in [r]}
     for constraint in facts.constraints:
         key = normalize(constraint)
         if any(key in r for r in typed):
             priority = KEEP
         elif key in required:
-            continue  # already under Critical Context as "<issue> requires: ..."
+            continue  # already under Critical Context as "<issue> requires: ..." (or "required")
         elif any(key in b for b in open_bodies):
             priority = 84
         elif any(key in b for b in closed_bodies):
-            priority = 52 if is_prohibition(constraint) else 18  # a finished task's "never" still holds
+            priority = 64 if is_prohibition(constraint) else 18  # a finished task's "never" still holds
         else:
             priority = 55
         draft.add(_CRITICAL, priority, quote(constraint))
