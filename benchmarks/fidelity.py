@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,11 +29,21 @@ from agentlog.compaction.summarizer_extractive import ExtractiveSummarizer
 from agentlog.compaction.tokens import Pricer
 from agentlog.core.messages import Message
 from benchmarks.fidelity_cuts import load_cut_session
-from benchmarks.probes import PROBE_CATEGORIES, ProbeScore, ProbeSet, load_probe_sets, probe_digest, score
+from benchmarks.probes import (
+    PROBE_CATEGORIES,
+    ProbeScore,
+    ProbeSet,
+    load_probe_sets,
+    merged_by_session,
+    only,
+    probe_digest,
+    score,
+)
 from benchmarks.runner import Comparison, Context, Figure, Stat, Suite, Target
 
 __all__ = [
     "CANDIDATES", "POLICIES", "SUITE", "Candidate", "PolicyRow", "Scored", "evaluate", "fidelity_markdown",
+    "group_rows",
     "policy_markdown", "policy_rows", "pruned_messages", "transcript_text",
 ]
 
@@ -177,6 +187,12 @@ def evaluate(compactions: Sequence[ClaudeCompaction], probe_sets: Sequence[Probe
     return rows
 
 
+def group_rows(rows: Sequence[Scored], listed: Sequence[ProbeSet], group: str) -> list[Scored]:
+    """The rows of the sessions with a set of ``group``, scored on that set's probes only."""
+    probes = {p.session: p.probes for p in listed if p.group == group}
+    return [replace(r, score=only(r.score, probes[r.session])) for r in rows if r.session in probes]
+
+
 def _pooled(rows: Sequence[Scored], category: str | None) -> tuple[int, int]:
     pairs = [r.score.by_category[c] for r in rows for c in ([category] if category else PROBE_CATEGORIES)
              if c in r.score.by_category]
@@ -279,10 +295,12 @@ def _run(ctx: Context) -> None:
     if not data.is_dir() and not os.environ.get("CI"):
         ctx.note(f"skipped: no data at {data} (../shared/data beside the repository)")
         return
-    probe_sets = load_probe_sets()
+    listed = load_probe_sets()
+    probe_sets = merged_by_session(listed)  # an ``outcomes`` set joins its session's set
     quick = ctx.options.turns < QUICK_BELOW_TURNS
     if quick:  # a smoke run (``--turns 2``): one compaction, to check the suite works end to end
         probe_sets = probe_sets[:1]
+        listed = tuple(p for p in listed if p.session == probe_sets[0].session)
         ctx.note(f"quick run (--turns < {QUICK_BELOW_TURNS}): one compaction only, no policy table")
     compactions = load_compactions(data, probe_sets)
     meter, count = ("heuristic meter (utf16/4)", Pricer().text) if quick else token_counter()
@@ -311,9 +329,8 @@ def _run(ctx: Context) -> None:
     ctx.compare(Comparison("probe recall by category", caption, columns, labelled))
     ctx.note(f"probes: benchmarks/data/fidelity_probes.json sha256 {probe_digest()}")
     ctx.note(fidelity_markdown(rows))
-    for name in dict.fromkeys(p.group for p in probe_sets):
-        sessions = {p.session for p in probe_sets if p.group == name}
-        ctx.note(f"{name} sessions only:\n" + fidelity_markdown([r for r in rows if r.session in sessions]))
+    for name in dict.fromkeys(p.group for p in listed):
+        ctx.note(f"{name} probes only:\n" + fidelity_markdown(group_rows(rows, listed, name)))
     if not quick:
         ctx.note(policy_markdown(policy_rows(compactions, probe_sets, count)))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
@@ -26,6 +26,8 @@ __all__ = [
     "ProbeSet",
     "ProbeScore",
     "load_probe_sets",
+    "merged_by_session",
+    "only",
     "probe_digest",
     "probe_set_digests",
     "probe_file_bytes",
@@ -62,7 +64,8 @@ class ProbeSet:
     file: str = ""
     """The session's transcript, relative to ``../shared/data``."""
     group: str = ""
-    """``spotter`` (written before the summarizer was rebuilt), ``held-out`` (after) or ``cut``."""
+    """``spotter`` (written before the summarizer was rebuilt), ``held-out`` (after), ``cut``, or
+    ``outcomes`` (more results and constraints for a session that already has a set)."""
     format: str = "claude-code"
     """The transcript's format (``claude-code`` or ``codex``)."""
     before_line: int | None = None
@@ -147,9 +150,43 @@ def probe_set_digests(data: bytes | None = None) -> dict[str, str]:
     """SHA-256 of each set's probes (canonical JSON, sorted keys), by session: a set cannot change
     without its digest changing, and adding a set leaves the others' digests as they were."""
     parsed = orjson.loads(probe_file_bytes() if data is None else data)
-    canonical = {str(raw.get("session")): orjson.dumps(raw.get("probes"), option=orjson.OPT_SORT_KEYS)
-                 for raw in parsed.get("sessions", ())}
-    return {session: hashlib.sha256(probes).hexdigest() for session, probes in canonical.items()}
+    digests: dict[str, str] = {}
+    for raw in parsed.get("sessions", ()):
+        key = str(raw.get("session"))
+        if key in digests:  # a later set for the same session: keyed by its group too
+            key = f"{key} {raw.get('group', '')}"
+        probes = orjson.dumps(raw.get("probes"), option=orjson.OPT_SORT_KEYS)
+        digests[key] = hashlib.sha256(probes).hexdigest()
+    return digests
+
+
+def merged_by_session(sets: Sequence[ProbeSet]) -> tuple[ProbeSet, ...]:
+    """One set per session, in first-seen order: a later set's probes join the first set of its
+    session (which keeps its file, group and cut); a probe id used twice in a session is refused."""
+    merged: dict[str, ProbeSet] = {}
+    for probe_set in sets:
+        first = merged.get(probe_set.session)
+        if first is None:
+            merged[probe_set.session] = probe_set
+            continue
+        ids = [p.id for p in (*first.probes, *probe_set.probes)]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"probe set {probe_set.session} ({probe_set.group}): duplicate probe ids")
+        merged[probe_set.session] = replace(first, probes=first.probes + probe_set.probes)
+    return tuple(merged.values())
+
+
+def only(result: ProbeScore, probes: Iterable[Probe]) -> ProbeScore:
+    """``result`` restricted to ``probes`` (a subset of those it scored): per-group figures."""
+    hits: dict[str, bool] = {}
+    counts: dict[str, list[int]] = {}
+    for probe in probes:
+        hit = result.hits[probe.id]
+        hits[probe.id] = hit
+        pair = counts.setdefault(probe.category, [0, 0])
+        pair[0] += hit
+        pair[1] += 1
+    return ProbeScore(hits, {c: (counts[c][0], counts[c][1]) for c in PROBE_CATEGORIES if c in counts})
 
 
 def _normalize(text: str) -> str:

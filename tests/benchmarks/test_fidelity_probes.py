@@ -6,12 +6,21 @@ from pathlib import Path
 
 import orjson
 import pytest
-from benchmarks.fidelity import CANDIDATES, evaluate, fidelity_markdown, load_compactions, transcript_text
+from benchmarks.fidelity import (
+    CANDIDATES,
+    evaluate,
+    fidelity_markdown,
+    group_rows,
+    load_compactions,
+    transcript_text,
+)
 from benchmarks.fidelity_cuts import load_cut_session
 from benchmarks.probes import (
     PROBE_CATEGORIES,
     Probe,
     load_probe_sets,
+    merged_by_session,
+    only,
     probe_digest,
     probe_file_bytes,
     probe_set_digests,
@@ -51,6 +60,18 @@ PROBE_SETS_SHA256 = {
     # cut, written after the fixes the three sets above prompted (held out from them)
     "2d984148-cddb-4605-aac1-13e720fe613c":
         "eb7f22b989429555a5cf27c4af596187d64037f5b6a969f069e4a0b65e2d8f0d",
+    # outcomes: more results and negatively stated constraints for the five spotter compactions
+    # (issue 31), written from the shadowed history before any summary of it was read (3153a70)
+    "258c7280-ae70-4798-800f-63464d01a85d outcomes":
+        "de347dcf047fdd1e33d9a6da6e13c3d499684a97245e64c95ab1462d88d711c7",
+    "4d5611e5-241a-462a-8d15-5122611a9569 outcomes":
+        "1dcf96e08b5d6a4f4c8d7876ce63bf21b958b6ce97cbed6d176199d2e9fc78d6",
+    "8463c716-a2ea-4c14-9efa-87158ebd9f20 outcomes":
+        "ca24dad876acb2af7034e102a2dd978f08d197f17d3f278d462e43085504d2cc",
+    "ae4a77f8-aedd-4bc1-888f-c94edc91af04 outcomes":
+        "b6822c455b6f12d6fe1fa7618d4614241e138dd2f831ed188e4b06ff03a863a9",
+    "fa812bfe-b295-4cca-9c2f-fdf01028cb46 outcomes":
+        "202eb9fbc2c67fd55a3a4873b4812102af4b56dbe8401ea539e4d896abf66221",
 }
 """Changing a probe changes its set's hash: the probes were written from the history alone before
 any summary of that session was read, and must not be tuned to a summarizer afterwards. Update a
@@ -63,16 +84,21 @@ def test_every_probe_set_is_frozen_by_its_hash() -> None:
 
 
 def test_every_session_has_probes_in_every_category() -> None:
-    sets = load_probe_sets()
+    listed = load_probe_sets()
+    assert [s.group for s in listed] == ["spotter"] * 5 + ["held-out"] * 3 + ["cut"] * 4 + ["outcomes"] * 5
+    sets = merged_by_session(listed)
     assert [s.group for s in sets] == ["spotter"] * 5 + ["held-out"] * 3 + ["cut"] * 4
+    for probe_set in listed[12:]:
+        assert {p.category for p in probe_set.probes} == {"constraints", "results"}
+        assert probe_set.session in {s.session for s in listed[:5]}
     for probe_set in sets:
         categories = {p.category for p in probe_set.probes}
         assert categories == set(PROBE_CATEGORIES), probe_set.session
         assert probe_set.file.endswith(".jsonl")
-        assert 26 <= len(probe_set.probes) <= 38, probe_set.session
+        assert 26 <= len(probe_set.probes) <= 47, probe_set.session
         if probe_set.group == "cut":
             assert probe_set.before_line is not None and probe_set.budget()[0] <= 14_000
-    assert sum(len(s.probes) for s in sets) == 367
+    assert sum(len(s.probes) for s in sets) == 367 + 43
 
 
 def probe(*groups: tuple[str, ...]) -> Probe:
@@ -176,3 +202,32 @@ def test_a_cut_set_needs_its_budget_and_a_known_format(tmp_path: Path) -> None:
         load_cut_session(tmp_path / "t.jsonl", "aider", 2)
     with pytest.raises(ValueError, match=r"before_line 9 outside 2..3"):
         load_cut_session(tmp_path / "t.jsonl", "codex", 9)
+
+
+def test_a_later_set_joins_its_session_and_is_scored_on_its_own_too() -> None:
+    first = {"session": "s1", "group": "spotter",
+             "probes": [{"id": "p1", "category": "paths", "all": [["a.ex"]]}]}
+    later = {"session": "s1", "group": "outcomes",
+             "probes": [{"id": "w1", "category": "results", "all": [["73 tests"]]}]}
+    listed = load_probe_sets(orjson.dumps({"sessions": [first, later]}))
+    (merged,) = merged_by_session(listed)
+    assert merged.group == "spotter" and [p.id for p in merged.probes] == ["p1", "w1"]
+    result = score(merged.probes, "edited a.ex")
+    assert only(result, listed[1].probes).by_category == {"results": (0, 1)}
+    clash = {**later, "probes": [{"id": "p1", "category": "results", "all": [["x"]]}]}
+    with pytest.raises(ValueError, match=r"probe set s1 \(outcomes\): duplicate probe ids"):
+        merged_by_session(load_probe_sets(orjson.dumps({"sessions": [first, clash]})))
+
+
+def test_the_outcomes_probes_are_scored_on_their_own(shared_data: Path) -> None:
+    listed = load_probe_sets()
+    sets = merged_by_session(listed)
+    compactions = load_compactions(shared_data, sets[:1])
+    rows = evaluate(compactions, sets, Pricer().text, CANDIDATES[:1])
+    mine = group_rows(rows, listed, "outcomes")
+    assert len(mine) == len(rows)
+    outcomes = listed[12]
+    assert outcomes.session == sets[0].session
+    for row in mine:
+        assert set(row.score.hits) == {p.id for p in outcomes.probes}
+        assert set(row.score.by_category) == {"constraints", "results"}

@@ -124,3 +124,22 @@ def test_compact_again_with_nothing_new_does_not_summarize_the_summary(store_url
     said = invoke(store_url, "compact", "long")
     assert said.exit_code == 0 and "nothing new to compact" in said.stdout, said.output
     assert _types(store_url, "long") == before  # no bracket, and the session was not even opened
+
+
+def test_compact_report_gives_what_the_checkpoint_kept_per_category(store_url: str) -> None:
+    record(store_url, "long", turns=3, output=BIG)
+    done = invoke(store_url, "compact", "long", "--report")
+    assert done.exit_code == 0, done.output
+    lines = done.stdout.splitlines()
+    assert "checkpoint at seq" in lines[0]
+    assert any(line.startswith("kept of the shadowed range's facts") for line in lines)
+    for category in ("constraints", "tasks", "paths", "tool_results", "overall"):
+        assert any(line.strip().startswith(category) for line in lines), (category, done.stdout)
+    record(store_url, "more", turns=3, output=BIG)
+    shape = json.loads(invoke(store_url, "compact", "more", "--report", "--json").stdout)
+    report = shape["report"]
+    assert [c["category"] for c in report["categories"]] == ["constraints", "tasks", "paths", "tool_results"]
+    for category in report["categories"]:
+        assert 0 <= category["kept"] <= category["total"]
+        assert category["score"] is None if category["total"] == 0 else 0 <= category["score"] <= 1
+    assert json.loads(invoke(store_url, "compact", "more", "--json").stdout).get("report") is None

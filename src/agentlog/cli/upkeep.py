@@ -17,6 +17,7 @@ from agentlog.ops.gc import AGE_BASES, AgeBasis
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from agentlog.compaction.fidelity_score import FidelityReport
     from agentlog.compaction.result import CompactionResult, CompactionSkipped
     from agentlog.ops.gc import Collected
 
@@ -118,11 +119,15 @@ def _salvage(state: State, session_id: str, into: str, dry_run: bool, as_json: b
               help="Environment variable holding the API key (default: OPENAI_API_KEY).")
 @click.option("--min-new-tokens", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
               help="Leave a previous checkpoint alone unless at least N tokens of new material came since.")
+@click.option("--report", is_flag=True,
+              help="Also say, per category, how many of the shadowed range's facts the checkpoint kept "
+                   "(a diagnostic: the facts are those the offline summarizer extracts, so it is no "
+                   "measure of quality; see docs/compaction-fidelity.md).")
 @json_option
 @click.pass_obj
 @handled
 def compact(state: State, session_id: str, llm_url: str | None, model: str | None, api_key_env: str | None,
-            min_new_tokens: int, as_json: bool) -> None:
+            min_new_tokens: int, report: bool, as_json: bool) -> None:
     """Summarize everything but the newest exchange of an idle session (nothing is deleted).
 
     Writes a compaction bracket whose checkpoint replaces the older part of what the model sees;
@@ -147,8 +152,12 @@ def compact(state: State, session_id: str, llm_url: str | None, model: str | Non
         if isinstance(plan, Region):
             with store.open(session_id) as live:  # opening writes: only when there is work to do
                 result = compactor.compact_now(live)
+        kept = _kept(store, session_id, result) if report else None
     if as_json:
-        print_json(_compact_json(session_id, result))
+        shape = _compact_json(session_id, result)
+        if report:
+            shape["report"] = None if kept is None else _kept_json(kept)
+        print_json(shape)
         return
     if result is None:
         console.print(f"{visible(session_id)}: nothing to compact")
@@ -159,6 +168,35 @@ def compact(state: State, session_id: str, llm_url: str | None, model: str | Non
     console.print(f"{visible(session_id)}: compacted {len(result.shadowed_seqs)} surface events "
                   f"(~{result.shadowed_token_count} tokens) into the checkpoint at seq "
                   f"{result.checkpoint_seq} (bracket seq {result.start_seq}..{result.end_seq})")
+    if kept is not None:
+        console.print("kept of the shadowed range's facts "
+                      "(diagnostic: the offline summarizer's own fact list)")
+        for category in kept.categories:
+            found = category.exact + category.normalized + category.partial
+            share = "-" if category.score is None else f"{100 * category.score:.0f}%"
+            console.print(f"  {category.category:<12} {found}/{category.total} ({share})")
+        overall = "-" if kept.score is None else f"{100 * kept.score:.0f}%"
+        console.print(f"  {'overall':<12} {overall} (mean of the categories)")
+
+
+def _kept(store: Any, session_id: str,
+          result: CompactionResult | CompactionSkipped | None) -> FidelityReport | None:
+    """What the new checkpoint kept of its shadowed range's facts (None: no checkpoint written)."""
+    from agentlog.compaction.fidelity_score import compaction_fidelity
+    from agentlog.compaction.result import CompactionResult
+    from agentlog.core.session import Session
+
+    if not isinstance(result, CompactionResult):
+        return None
+    stored = store.inspect(session_id)
+    return compaction_fidelity(Session.restore(session_id, stored.events, stored.header), result)
+
+
+def _kept_json(kept: FidelityReport) -> dict[str, Any]:
+    """``compact --report --json``: per category, facts found (``kept``) of ``total`` and the share."""
+    return {"score": kept.score, "categories": [
+        {"category": c.category, "total": c.total, "kept": c.exact + c.normalized + c.partial,
+         "score": c.score} for c in kept.categories]}
 
 
 def _compact_json(session_id: str, result: CompactionResult | CompactionSkipped | None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 
 __all__ = [
     "Commit", "Issue", "Tracker", "added_lines", "change_notes", "commits", "file_purpose", "issue_bodies",
-    "spec_lines",
+    "is_prohibition", "spec_lines",
 ]
 
 _COMMIT = re.compile(r"^\[([\w./@+-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+?)\s*$", re.MULTILINE)
@@ -32,7 +32,7 @@ _TITLED = re.compile(r"^\W{0,4}" + _ID + r"(?![\w.])\W{0,4}[·:\u2013-]\s*([^\n\
 _GLYPH_STATE = {"○": "open", "●": "open", "❄": "open", "◐": "in_progress", "✓": "closed"}
 _SPEC_HEADING = re.compile(
     r"^#*\s*(architecture constraints|constraints|edge cases|technical specs?|definition of done|scope|"
-    r"code structure|component usage)\s*:?\s*$", re.IGNORECASE)
+    r"code structure|component usage|no-gos?|non-goals?|out of scope|guardrails)\s*:?\s*$", re.IGNORECASE)
 _ANY_HEADING = re.compile(r"^(?:#+\s*\S.*|[A-Z][A-Za-z /-]{2,40}:|[A-Z][A-Z ]{3,40})\s*$")
 _INTRODUCED = re.compile(
     r"^\s*(?:defmodule|defprotocol|defimpl)\s+([\w.]+)"
@@ -169,6 +169,17 @@ def issue_bodies(text: str) -> Iterator[tuple[str, str]]:
             lines.append(line)
     if current is not None:
         yield current, "\n".join(lines)
+
+
+_PROHIBITION = re.compile(
+    r"\b(?:do not|don't|never|must not|mustn't|should not|shouldn't|cannot|avoid|no new|no extra"
+    r"|unchanged|as is|as-is|untouched|instead of)\b|^\W*no\b", re.IGNORECASE)
+
+
+def is_prohibition(sentence: str) -> bool:
+    """A constraint stated negatively ("do not edit X", "keep Y unchanged", "never Z", "No new
+    route"): a rule that outlives the task whose spec stated it."""
+    return bool(_PROHIBITION.search(sentence))
 
 
 def spec_lines(body: str, limit: int = 24) -> list[str]:

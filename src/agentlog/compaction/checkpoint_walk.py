@@ -42,7 +42,7 @@ from agentlog.compaction.reading import (
     tool_result_is_error,
 )
 
-__all__ = ["ErrorFix", "TestRun", "Walk", "is_file_path", "relative"]
+__all__ = ["ErrorFix", "TestRun", "Walk", "is_file_path", "outcome_history", "relative"]
 
 _FIRST_SENTENCE = re.compile(r"^(.{20,240}?[.!?])(?:\s|$)", re.DOTALL)
 _EXPLORING = re.compile(r"^\s*(?:ls|find|cat|head|tail|grep|rg|which|stat|file|wc|tree)\b")
@@ -103,6 +103,39 @@ class TestRun:
     def describe(self) -> str:
         where = f"`{_short(self.command)}` → " if self.command else ""
         return f"{where}`{self.outcome}`"
+
+
+_CHECK_VERDICT = re.compile(
+    r"\bfound (?:no|\d+)\b[\w ,]{0,60}\b(?:issues?|errors?|warnings?|problems?)\b|\bno issues found\b"
+    r"|^all checks passed\b|\b\d+ problems? \(", re.IGNORECASE)
+_CLEAN_CHECK = re.compile(r"\b(?:found no|no issues|all checks passed)\b", re.IGNORECASE)
+
+
+def _check_verdicts(text: str) -> list[str]:
+    """A linter's or type checker's summary lines (``71 mods/funs, found no issues.``)."""
+    lines = (re.sub(r"\s+", " ", raw).strip() for raw in text.splitlines())
+    return [line for line in lines if len(line) <= 160 and _CHECK_VERDICT.search(line)][-2:]
+
+
+_HISTORY_RUNS = 16
+"""The test history keeps the outcomes of this many latest runs."""
+_HISTORY_OUTCOME_CHARS = 100
+
+
+def outcome_history(runs: list[TestRun]) -> str | None:
+    """Every test outcome, oldest first, one bullet (a repeated outcome once): the failing runs
+    before a fix and the suite's size after each task, which the latest run alone does not say."""
+    outcomes: list[str] = []
+    for run in runs:
+        if run.command is None or len(run.outcome) > _HISTORY_OUTCOME_CHARS:
+            continue  # a count quoted in prose or a report, not a run's summary line
+        if not outcomes or outcomes[-1] != run.outcome:
+            outcomes.append(run.outcome)
+    if len(outcomes) < 2:
+        return None
+    shown = outcomes[-_HISTORY_RUNS:]
+    more = f"{len(outcomes) - len(shown)} earlier, then " if len(outcomes) > len(shown) else ""
+    return "Test runs, oldest first: " + more + " → ".join(f"`{o}`" for o in shown)
 
 
 def _coverage(text: str) -> list[str]:
@@ -174,6 +207,8 @@ class Walk:
         self.branch: str | None = None
         """The git branch the latest ``git status`` or branch creation named."""
         self.searches: list[tuple[str, list[str]]] = []
+        self.checks: list[TestRun] = []
+        """Linter and type-checker verdicts ("found no issues", "Found 3 errors"), with their command."""
         """Search commands and the files they found."""
         self.ran: dict[str, None] = {}
         """Commands that were neither searches, reads nor patches (``cargo init --lib``), in order."""
@@ -352,6 +387,7 @@ class Walk:
             self._delegation(call, text)
             self.branch = branch_of(command or "", text) or self.branch
         if command is not None:
+            self.checks.extend(TestRun(command, v, not _CLEAN_CHECK.search(v)) for v in _check_verdicts(text))
             hits = search_hits(command, text)
             if hits:
                 self.searches.append((_short(command), hits))

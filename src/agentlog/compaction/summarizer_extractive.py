@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from agentlog.compaction.checkpoint_draft import KEEP, Draft, clip, prior_sections, quote
-from agentlog.compaction.checkpoint_facts import Issue, spec_lines
-from agentlog.compaction.checkpoint_walk import Walk, is_file_path, relative
+from agentlog.compaction.checkpoint_facts import Issue, is_prohibition, spec_lines
+from agentlog.compaction.checkpoint_walk import Walk, is_file_path, outcome_history, relative
 from agentlog.compaction.fidelity import ShadowedFacts, extract_facts
 from agentlog.compaction.reading import message_texts, normalize, tool_calls
 from agentlog.compaction.summary import SummaryRequest, SummaryResult
@@ -118,14 +119,25 @@ def _add_files(draft: Draft, walk: Walk, facts: ShadowedFacts) -> None:
 
 
 def _add_errors(draft: Draft, walk: Walk, root: str | None) -> None:
-    recent = len(walk.fixes) - 12
-    for index, fix in enumerate(walk.fixes):
+    """Each distinct error once, at its latest occurrence (a retried failure repeats its first
+    line), so a long retry loop does not push the session's other errors out."""
+    latest = {(fix.error, fix.command): index for index, fix in enumerate(walk.fixes)}
+    repeats = Counter((fix.error, fix.command) for fix in walk.fixes)
+    distinct = [walk.fixes[i] for i in sorted(latest.values())]
+    recent = len(distinct) - 12
+    for index, fix in enumerate(distinct):
         priority = 20 if fix.exploring else 58 if index >= recent else 40
-        draft.add(_ERRORS, priority, fix.describe(root))
+        times = repeats[(fix.error, fix.command)]
+        draft.add(_ERRORS, priority, fix.describe(root) + (f" (seen {times} times)" if times > 1 else ""))
 
 
 def _issue_line(issue: Issue) -> str:
     return f"{issue.id}: {issue.title}" if issue.title else issue.id
+
+
+def _prohibitions(issue: Issue) -> list[str]:
+    """The negatively stated requirements of a finished task's spec: rules that still hold."""
+    return [line for line in spec_lines(issue.body) if is_prohibition(line)]
 
 
 def _add_tracker(draft: Draft, walk: Walk) -> list[Issue]:
@@ -142,6 +154,8 @@ def _add_tracker(draft: Draft, walk: Walk) -> list[Issue]:
         if issue.state == "closed":
             reason = f" — {clip(issue.reason, 300)}" if issue.reason else ""
             draft.add(_PENDING, 45, f"[done] {_issue_line(issue)}{reason}")
+            for line in _prohibitions(issue):
+                draft.add(_CRITICAL, 64, f"{issue.id} (done) required: {line}")
     tasks = sorted(walk.tasks.values(),
                    key=lambda t: (t.state != "in_progress", t.state == "closed", t.order))
     for task in tasks:
@@ -194,7 +208,9 @@ def _add_repository(draft: Draft, walk: Walk) -> None:
         draft.add(_CRITICAL, 92, f"Commit `{commit.sha}` on {commit.branch}: {clip(commit.message, 160)}")
 
 
-def _add_critical(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[Issue]) -> None:
+def _add_outcomes(draft: Draft, walk: Walk) -> None:
+    """The branch and commits, the two latest distinct test runs, every outcome before them, and
+    the latest linter and type-checker verdicts."""
     _add_repository(draft, walk)
     latest: dict[str, None] = {}
     for run in reversed(walk.test_runs):
@@ -202,20 +218,38 @@ def _add_critical(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[I
     for index, line in enumerate(latest):
         label = "Latest test run: " if index == 0 else "Test run: "
         draft.add(_CRITICAL, 93 if index < 2 else 50, label + line)
+    history = outcome_history(walk.test_runs)
+    if history is not None:
+        draft.add(_CRITICAL, 89, history)
+    for index, check in enumerate(reversed(walk.checks)):
+        draft.add(_CRITICAL, 63 if index < 4 else 16, f"Check: {check.describe()}")
+
+
+def _add_constraints(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[Issue]) -> None:
+    """Quoted constraints, ranked by where they were stated; an open task's are already there."""
     open_bodies = [normalize(i.body) for i in active]
     closed_bodies = [normalize(i.body) for i in walk.tracker.in_scope() if i.state == "closed"]
+    required = {normalize(line) for i in active for line in spec_lines(i.body)} | {
+        normalize(line) for i in walk.tracker.in_scope() if i.state == "closed" for line in _prohibitions(i)}
     typed = {normalize(c) for r in facts.requests for c in [r]}
     for constraint in facts.constraints:
         key = normalize(constraint)
         if any(key in r for r in typed):
             priority = KEEP
+        elif key in required:
+            continue  # already under Critical Context as "<issue> requires: ..." (or "required")
         elif any(key in b for b in open_bodies):
             priority = 84
         elif any(key in b for b in closed_bodies):
-            priority = 18
+            priority = 64 if is_prohibition(constraint) else 18  # a finished task's "never" still holds
         else:
             priority = 55
         draft.add(_CRITICAL, priority, quote(constraint))
+
+
+def _add_critical(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[Issue]) -> None:
+    _add_outcomes(draft, walk)
+    _add_constraints(draft, facts, walk, active)
     for index, decision in enumerate(reversed(walk.decisions)):
         draft.add(_CRITICAL, 48 if index < 10 else 15, f"Decision: {clip(decision, 300)}")
     for index, report in enumerate(reversed(walk.reported)):
