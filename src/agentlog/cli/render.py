@@ -97,6 +97,11 @@ def progress(label: str) -> Iterator[Callable[[int, int], None]]:
         yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 event``, ``2 events``: a count with its noun in the number it takes."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def iso(ms: int) -> str:
     import datetime
 

@@ -1,0 +1,66 @@
+"""The command line's manners across commands: one meaning per short option, singular counts,
+clear errors for an export path, and repair reporting what it did (issue 26, item 10)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.cli.conftest import crash, record, run
+
+
+def _jsonl(tmp_path: Path) -> str:
+    return f"jsonl://{tmp_path / 'store'}"
+
+
+def test_dash_f_means_follow_and_export_spells_format_in_full(tmp_path: Path) -> None:
+    url = _jsonl(tmp_path)
+    record(url, "s1")
+    assert "-f, --follow" in run(url, "tail", "--help").stdout
+    assert "-f," not in run(url, "export", "--help").stdout
+    short = run(url, "export", "s1", "-f", "markdown")
+    assert short.returncode == 2 and "No such option '-f'" in short.stderr
+    assert run(url, "export", "s1", "--format", "markdown").returncode == 0
+
+
+def test_export_into_a_missing_directory_is_one_clear_line(tmp_path: Path) -> None:
+    url = _jsonl(tmp_path)
+    record(url, "s1")
+    target = tmp_path / "missing" / "dir" / "f.md"
+    result = run(url, "export", "s1", "--format", "markdown", "-o", str(target))
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert str(target.parent) in lines[0] and "does not exist" in lines[0]
+    assert "FileNotFoundError" not in lines[0] and "Errno" not in lines[0]
+
+
+def test_counts_of_one_are_singular(tmp_path: Path) -> None:
+    url = _jsonl(tmp_path)
+    record(url, "s1")
+    stats = run(url, "stats")
+    assert stats.returncode == 0 and "total (1 session)" in stats.stdout, stats.stdout
+    crash(url, "c")
+    repaired = run(url, "repair", "c")
+    assert repaired.returncode == 0, repaired.stderr
+    assert "1 synthetic event:" in repaired.stdout and "1 synthetic events" not in repaired.stdout
+
+
+def test_repair_says_closed_after_it_closed(tmp_path: Path) -> None:
+    url = _jsonl(tmp_path)
+    crash(url, "c")
+    dry = run(url, "repair", "c", "--dry-run")
+    assert "would be closed" in dry.stdout
+    done = run(url, "repair", "c")
+    assert done.returncode == 0, done.stderr
+    assert "interrupted turn 1 was closed by" in done.stdout and "would be" not in done.stdout
+
+
+def test_a_mistake_in_the_command_line_exits_2_on_every_command(tmp_path: Path) -> None:
+    url = _jsonl(tmp_path)
+    for command in ("list", "show", "verify", "inspect", "tail", "search", "stats", "repair", "compact",
+                    "fork", "materialize", "delete", "gc", "check-upgrade", "import", "export", "audit",
+                    "chat", "serve", "demo"):
+        result = run(url, command, "--no-such-option")
+        # verify keeps 2 and 3 for "needs a repair" and "open": its usage errors are EX_USAGE
+        assert result.returncode == (64 if command == "verify" else 2), (command, result.stderr)
+        assert "No such option" in result.stderr and "Traceback" not in result.stderr
