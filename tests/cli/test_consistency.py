@@ -3,6 +3,7 @@ clear errors for an export path, and repair reporting what it did (issue 26, ite
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.cli.conftest import crash, record, run
@@ -64,3 +65,18 @@ def test_a_mistake_in_the_command_line_exits_2_on_every_command(tmp_path: Path) 
         # verify keeps 2 and 3 for "needs a repair" and "open": its usage errors are EX_USAGE
         assert result.returncode == (64 if command == "verify" else 2), (command, result.stderr)
         assert "No such option" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_claude_code_file_with_a_torn_last_line_imports_its_prefix_with_a_warning(tmp_path: Path) -> None:
+    from tests.io.importers.helpers import FIXTURES
+
+    lines = (FIXTURES / "claude-code" / "small.jsonl").read_bytes().splitlines(keepends=True)
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(b"".join(lines[:-1]) + lines[-1][:20])
+    url = _jsonl(tmp_path)
+    result = run(url, "import", "claude-code", str(torn))
+    assert result.returncode == 0, result.stderr
+    (warning,) = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert str(torn) in warning and f"line {len(lines)} is torn" in warning
+    shape = json.loads(run(url, "import", "claude-code", str(torn), "--replace", "--json").stdout)
+    assert shape["outcome"] == "replaced" and len(shape["warnings"]) == 1
