@@ -80,3 +80,25 @@ def test_a_claude_code_file_with_a_torn_last_line_imports_its_prefix_with_a_warn
     assert str(torn) in warning and f"line {len(lines)} is torn" in warning
     shape = json.loads(run(url, "import", "claude-code", str(torn), "--replace", "--json").stdout)
     assert shape["outcome"] == "replaced" and len(shape["warnings"]) == 1
+
+
+def test_every_command_that_writes_names_the_store_it_wrote_to(tmp_path: Path) -> None:
+    from tests.io.importers.helpers import FIXTURES
+
+    url = _jsonl(tmp_path)
+    record(url, "s1", turns=3, output="the README says a great deal about the project. " * 200)
+    crash(url, "c")
+    commands = [("import", "claude-code", str(FIXTURES / "claude-code" / "small.jsonl")),
+                ("fork", "s1", "--child", "kid"), ("materialize", "kid"), ("compact", "s1"),
+                ("repair", "c"), ("delete", "kid", "--yes"), ("gc", "--older-than", "1000d", "--yes")]
+    for command in commands:
+        result = run(url, *command)
+        assert result.returncode == 0, (command, result.stderr)
+        assert f"store: {url}" in result.stdout.splitlines()[-1], (command, result.stdout)
+
+
+def test_a_store_is_named_without_its_password() -> None:
+    from agentlog.cli.app import State
+
+    assert State("postgresql://me:s3cret@db.example/x", False).store_label == "postgresql://me:***@db.example/x"
+    assert State("sqlite:///tmp/a.db", False).store_label == "sqlite:///tmp/a.db"

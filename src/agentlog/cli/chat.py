@@ -49,7 +49,7 @@ def chat(state: State, prompts: tuple[str, ...], model: str | None, base_url: st
             model = model or session_model(live)
             if model is None:
                 raise click.UsageError("--model is needed (the session has no model yet)")
-            click.echo(f"session {visible(live.id)} in {visible(state.store_url)}, tools reading "
+            click.echo(f"session {visible(live.id)} in {visible(state.store_label)}, tools reading "
                        f"{visible(str(tools.root))} (continue it with --resume {visible(live.id)})", err=True)
             import openai  # present: agentlog.agent.loop imported it
 

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from agentlog.cli.app import INTERRUPTED, State, handled, stop_after_the_current_item
-from agentlog.cli.render import columns, console, errors, json_text, visible
+from agentlog.cli.render import columns, console, errors, json_text, plural, visible
 from agentlog.errors import AgentlogError, UsageError
 from agentlog.io.importers import IMPORTERS, Imported, read_source, save_imported
 from agentlog.io.importers.claude_code import companions
@@ -171,8 +171,9 @@ def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id:
         _print_table(rows, console)
         skipped = sum(1 for row in rows if row.get("outcome") == "skipped")
         if skipped:
-            console.print(f"{skipped} session{'s' if skipped > 1 else ''} already in the store, "
+            console.print(f"{plural(skipped, 'session')} already in the store, "
                           "left unchanged (--replace overwrites)")
+        state.name_the_store()
     for row in rows if not as_json else ():
         for warning in row.get("warnings", ()):
             errors.print(f"warning: {visible(row['file'])}: {visible(warning)}", soft_wrap=True)

@@ -42,6 +42,7 @@ def fork(state: State, session_id: str, boundary: int | None, child_id: str | No
                   f"{plural(length, 'event')} shared (up to seq {length - 1})")
     if where is not None:
         console.print(f"file: {visible(str(where))}")
+    state.name_the_store()
 
 
 @click.command()
@@ -57,6 +58,7 @@ def materialize(state: State, session_id: str, as_json: bool) -> None:
         print_json({"id": session_id, "materialized": True})
         return
     console.print(f"{visible(session_id)} holds its whole log")
+    state.name_the_store()
 
 
 @click.command()
@@ -75,3 +77,4 @@ def delete(state: State, session_id: str, yes: bool, as_json: bool) -> None:
         print_json({"id": session_id, "deleted": True})
         return
     console.print(f"deleted {visible(session_id)}")
+    state.name_the_store()

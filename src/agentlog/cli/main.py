@@ -30,7 +30,7 @@ def demo(state: State, as_json: bool) -> None:
     check_demo_store(state.store_url)
     if as_json:
         report = run_demo(state.store_url, log=lambda line: None)
-        print_json({"store": state.store_url, "session": report.session_id, "child": report.child_id,
+        print_json({"store": state.store_label, "session": report.session_id, "child": report.child_id,
                     "sessionFile": report.session_path, "childFile": report.child_path,
                     "recordedEvents": report.recorded_events,
                     "durableBeforeCrash": report.durable_before_crash,
@@ -38,7 +38,7 @@ def demo(state: State, as_json: bool) -> None:
                     "restoredMessages": report.restored_messages, "childEvents": report.child_events,
                     "childMessages": report.child_messages, "forkBoundary": report.fork_boundary})
         return
-    console.print(f"[bold]agentlog demo[/bold] - store: {safe(state.store_url)}", markup=True)
+    console.print(f"[bold]agentlog demo[/bold] - store: {safe(state.store_label)}", markup=True)
     report = run_demo(state.store_url, log=lambda line: console.print(f"  • {line}"))
     console.print()
     table = Table(title="synthetic events written by crash recovery", title_justify="left")

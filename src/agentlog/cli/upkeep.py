@@ -69,6 +69,8 @@ def repair(state: State, session_id: str, dry_run: bool, salvage: bool, into: st
         console.print(f"  cut bytes kept in {visible(kept)}")
     if dry_run:
         console.print(f"nothing written; run: agentlog repair {visible(session_id)}")
+    else:
+        state.name_the_store()
 
 
 def _salvage(state: State, session_id: str, into: str, dry_run: bool, as_json: bool) -> None:
@@ -106,6 +108,8 @@ def _salvage(state: State, session_id: str, into: str, dry_run: bool, as_json: b
         console.print(f"  the interrupted turn is closed by {plural(len(done.closers), 'synthetic event')}")
     if not found.lost and not found.dropped and not done.invalid:
         console.print("  nothing was lost")
+    if done.written:
+        state.name_the_store()
 
 
 @click.command()
@@ -159,6 +163,7 @@ def compact(state: State, session_id: str, llm_url: str | None, model: str | Non
     console.print(f"{visible(session_id)}: compacted {plural(len(result.shadowed_seqs), 'surface event')} "
                   f"(~{result.shadowed_token_count} tokens) into the checkpoint at seq "
                   f"{result.checkpoint_seq} (bracket seq {result.start_seq}..{result.end_seq})")
+    state.name_the_store()
 
 
 def _compact_json(session_id: str, result: CompactionResult | CompactionSkipped | None) -> dict[str, Any]:
@@ -225,6 +230,8 @@ def gc(state: State, age: str, by: AgeBasis, dry_run: bool, yes: bool, as_json: 
     else:
         _gc_table(collected, "would be deleted" if dry_run else "deleted")  # what was done
         _gc_summary(collected)
+        if not dry_run:
+            state.name_the_store()
     if collected.unreadable:
         errors.print(f"error: {_sessions(len(collected.unreadable))} could not be read (kept)")
         sys.exit(1)
