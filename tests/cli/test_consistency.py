@@ -4,6 +4,9 @@ clear errors for an export path, and repair reporting what it did (issue 26, ite
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.cli.conftest import crash, record, run
@@ -102,3 +105,35 @@ def test_a_store_is_named_without_its_password() -> None:
 
     assert State("postgresql://me:s3cret@db.example/x", False).store_label == "postgresql://me:***@db.example/x"
     assert State("sqlite:///tmp/a.db", False).store_label == "sqlite:///tmp/a.db"
+
+
+CUT_OFF = """
+import os, signal, sys
+from agentlog import Recorder, SessionHeader, open_store
+store = open_store(sys.argv[1])
+live = store.start(SessionHeader(id="cut"))
+turn = Recorder(live).turn().__enter__()
+turn.user_message("Explain the parser.")
+step = turn.step().__enter__()
+step.text_delta("The parser reads ")
+step.text_delta("one line at")
+live.flush()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_show_keeps_the_answer_a_crash_cut_off_marked_partial(tmp_path: Path) -> None:
+    url = _jsonl(tmp_path)
+    killed = subprocess.run([sys.executable, "-c", CUT_OFF, url], capture_output=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    for args in ((), ("--json",)):
+        before = run(url, "show", "cut", *args)
+        assert before.returncode == 0, before.stderr
+    shown = run(url, "show", "cut")
+    assert "The parser reads one line at" in shown.stdout and "partial" in shown.stdout
+    messages = json.loads(run(url, "show", "cut", "--json").stdout)
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[1]["partial"] is True
+    assert messages[1]["content"] == [{"type": "text", "text": "The parser reads one line at"}]
+    assert run(url, "repair", "cut").returncode == 0  # still shown once the turn is closed
+    assert json.loads(run(url, "show", "cut", "--json").stdout)[1]["partial"] is True

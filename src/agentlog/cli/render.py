@@ -151,5 +151,7 @@ def print_message(message: Any) -> None:
     if source.get("kind") == "tool":
         label = "tool"
     colour = {"user": "cyan", "assistant": "green", "tool": "yellow"}.get(label, "white")
+    if message.get("partial"):
+        label = f"{label} (partial: cut off by a crash)"
     text = safe(clip(text_of(message.get("content")), 400))
     console.print(f"[bold {colour}]{safe(str(label))}[/bold {colour}] {text}", markup=True)

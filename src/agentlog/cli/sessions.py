@@ -67,12 +67,13 @@ def list_sessions(state: State, as_json: bool) -> None:
 @click.pass_obj
 @handled
 def show(state: State, session_id: str, as_json: bool) -> None:
-    """Print the human transcript of a session (what the user saw, compaction aside)."""
-    from agentlog.core.messages import transcript
+    """Print the human transcript of a session (what the user saw, compaction aside); an answer a
+    crash cut off mid-stream is shown as far as it streamed, marked partial."""
+    from agentlog.core.messages import transcript_with_partials
 
     with state.store(create=False) as store:
         inspection = store.inspect(session_id)
-    messages = transcript(inspection.events)
+    messages = transcript_with_partials(inspection.events)
     if as_json:
         print_json(messages)
         return
