@@ -40,7 +40,7 @@ def test_gc_removes_an_old_family_children_first_and_keeps_a_parent_of_a_recent_
     assert _ids(store_url) == {"family", "family-kid", "elder", "young-kid"}  # a dry run removes nothing
     done = run(store_url, "gc", "--older-than", "4s", "--yes")
     assert done.returncode == 0, done.stderr
-    assert "2 sessions deleted, 1 old ones kept" in done.stdout
+    assert "2 sessions deleted, 1 old one kept" in done.stdout
     assert "elder" in done.stdout and "young-kid references it" in done.stdout
     assert _ids(store_url) == {"elder", "young-kid"}
 

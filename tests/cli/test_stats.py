@@ -36,7 +36,7 @@ def test_stats_table_in_a_real_process(store_url: str) -> None:
     lines = shown.stdout.splitlines()
     assert lines[0].split()[:3] == ["session", "events", "turns"]
     assert lines[1].split()[0] == "only-one" and lines[1].split()[2] == "3"
-    assert lines[2].startswith("total (1 sessions)")
+    assert lines[2].startswith("total (1 session)")
     assert any(line.split() == ["read_file", "3"] for line in lines)
 
 

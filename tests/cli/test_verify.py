@@ -89,7 +89,7 @@ def intact_count(output: str) -> int:
 
 
 def torn_bytes(output: str) -> tuple[int, int] | None:
-    found = re.search(r"torn tail: (\d+) bytes ignored after byte (\d+)", output)
+    found = re.search(r"torn tail: (\d+) bytes? ignored after byte (\d+)", output)
     return None if found is None else (int(found.group(1)), int(found.group(2)))
 
 

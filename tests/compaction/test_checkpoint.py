@@ -270,3 +270,23 @@ def test_hostile_tool_traffic_never_breaks_the_checkpoint(
     out = summarizer.summarize_text(messages)
     assert len(out) <= budget and out == summarizer.summarize_text(messages)
     assert out.startswith("## Primary Request and Intent")
+
+
+def test_a_tool_call_a_crash_interrupted_is_listed_under_errors() -> None:
+    from agentlog import Recorder, SessionHeader, open_store
+    from agentlog.core.messages import transcript
+    from agentlog.core.repair import interrupted_turn_closers
+
+    with open_store("memory:") as store:
+        live = store.start(SessionHeader(id="crashed"))
+        turn = Recorder(live).turn().__enter__()
+        step = turn.step().__enter__()
+        step.user_message("Deploy it.")
+        step.request_header({"config": {"provider": "p", "model": "m"}})
+        step.tool_call_delta("c1", "Bash", '{"command": "make deploy"}')
+        step.assistant()
+        step.tool_call("c1", "Bash", '{"command": "make deploy"}')  # started; the process died in it
+        events = list(live.session.events)
+    messages = transcript([*events, *interrupted_turn_closers(events)])
+    errors = section(ExtractiveSummarizer(max_ratio=None).summarize_text(messages), "Errors and Fixes")
+    assert "make deploy" in errors and "interrupted" in errors and "outcome unknown" in errors

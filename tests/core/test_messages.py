@@ -247,3 +247,27 @@ def test_events_from_the_log_are_what_derivation_returns() -> None:
         session.append("assistant/message", assistant_data("a"), surface_op="append"),
     ]
     assert_same_objects(session.derive_messages(), [events[0].data, events[1].data["message"]])
+
+
+def test_a_transcript_with_partials_adds_only_what_a_crash_cut_off() -> None:
+    from agentlog import Recorder, SessionHeader, open_store
+    from agentlog.core.messages import transcript, transcript_with_partials
+
+    with open_store("memory:") as store:
+        live = store.start(SessionHeader(id="p"))
+        recorder = Recorder(live)
+        with recorder.turn() as turn, turn.step() as step:  # answered: nothing partial
+            step.user_message("q1")
+            step.request_header({"config": {"provider": "deepseek", "model": "deepseek-chat"}})
+            step.text_delta("whole ")
+            step.text_delta("answer")
+            step.assistant()
+        events = list(live.session.events)
+        assert transcript_with_partials(events) == transcript(events)
+        turn = recorder.turn().__enter__()
+        turn.user_message("q2")
+        turn.step().__enter__().text_delta("cut o")
+        events = list(live.session.events)
+    partial = transcript_with_partials(events)
+    assert partial[:-1] == transcript(events)
+    assert partial[-1]["partial"] is True and partial[-1]["content"][0]["text"] == "cut o"

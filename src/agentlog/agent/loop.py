@@ -40,7 +40,8 @@ class ChatAgent:
 
     ``on_text`` receives the answer text as it streams in, and a newline after each turn ``chat``
     completes (print it terminal-safe); ``max_steps`` bounds the model calls of one turn (a model
-    that never stops calling tools ends the turn ``error``, code ``STEP_LIMIT``).
+    that never stops calling tools ends the turn ``error``, code ``STEP_LIMIT``); ``completed``
+    counts the turns ``chat`` ran to their answer.
     """
 
     def __init__(self, client: openai.OpenAI, recorder: Recorder, *, model: str, tools: FileTools,
@@ -53,6 +54,7 @@ class ChatAgent:
         self.header: dict[str, Any] = chat_header(model, provider=provider, system=system, tools=TOOLS)
         self.max_steps = max_steps
         self.on_text = on_text
+        self.completed = 0
 
     def chat(self, prompts: Iterable[str], *, on_error: Callable[[Exception], object]) -> int:
         """``run_turn`` for each prompt; a provider error goes to ``on_error`` and the next prompt runs.
@@ -70,6 +72,7 @@ class ChatAgent:
                 failed += 1
                 on_error(exc)
                 continue
+            self.completed += 1
             if self.on_text is not None:
                 self.on_text("\n")  # the answer is complete
         return failed

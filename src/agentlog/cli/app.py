@@ -14,10 +14,11 @@ import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, Final, TypeVar
+from urllib.parse import urlsplit
 
 import click
 
-from agentlog.cli.render import errors, safe
+from agentlog.cli.render import console, errors, safe, visible
 from agentlog.errors import AgentlogError, UsageError
 from agentlog.store.base import Store
 from agentlog.store.urls import default_store_url, open_store
@@ -36,6 +37,19 @@ class State:
     def store(self, *, create: bool = True) -> Store:
         """The store; read-only commands pass ``create=False`` so that they never create or change it."""
         return open_store(self.store_url, create=create)
+
+    @property
+    def store_label(self) -> str:
+        """The store URL to print: a password in it is shown as ``***``."""
+        parts = urlsplit(self.store_url)
+        if parts.password is None:
+            return self.store_url
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        return parts._replace(netloc=netloc).geturl()
+
+    def name_the_store(self) -> None:
+        """The last line of a command that wrote: which store it wrote to."""
+        console.print(f"store: {visible(self.store_label)}", soft_wrap=True)
 
 
 json_option = click.option("--json", "as_json", is_flag=True,

@@ -13,7 +13,7 @@ import click
 from agentlog.cli.app import State, handled
 from agentlog.cli.render import console, json_safe, print_json, safe
 from agentlog.core.header import SessionHeader
-from agentlog.errors import UsageError
+from agentlog.errors import PersistenceIOError, UsageError
 from agentlog.io.exporters import EXPORTERS, View, export
 from agentlog.store.base import Store
 from agentlog.store.jsonl.store import JsonlStore
@@ -40,8 +40,10 @@ def write_output(data: bytes, output: Path | None) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             temp.unlink()
-        # named by the path asked for, not by the temp file beside it
-        raise type(exc)(exc.errno, exc.strerror, str(output)) from exc
+        # named by the path asked for, not by the temp file beside it, in words rather than a repr
+        missing = isinstance(exc, FileNotFoundError) and not output.parent.is_dir()
+        reason = f"the directory {output.parent} does not exist" if missing else exc.strerror or str(exc)
+        raise PersistenceIOError(f"cannot write the export to {output}: {reason}") from exc
 
 
 def refuse_store_paths(store: Store, header: SessionHeader, output: Path) -> None:
@@ -61,7 +63,7 @@ def refuse_store_paths(store: Store, header: SessionHeader, output: Path) -> Non
 
 @click.command(name="export")
 @click.argument("session_id")
-@click.option("--format", "-f", "fmt", required=True, type=click.Choice(list(EXPORTERS)),
+@click.option("--format", "fmt", required=True, type=click.Choice(list(EXPORTERS)),
               help="openai-chat, openai-responses or anthropic: a request body; markdown or html: a "
                    "transcript; jsonl: the whole log as a DSH transcript.")
 @click.option("--surface", "view", flag_value="surface", default=None,

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from agentlog.cli.app import INTERRUPTED, State, handled, stop_after_the_current_item
-from agentlog.cli.render import columns, console, errors, json_text, visible
+from agentlog.cli.render import columns, console, errors, json_text, plural, visible
 from agentlog.errors import AgentlogError, UsageError
 from agentlog.io.importers import IMPORTERS, Imported, read_source, save_imported
 from agentlog.io.importers.claude_code import companions
@@ -100,7 +100,7 @@ def _rows(fmt: str, files: list[Path], store: Store, session_id: str | None, rep
                 outcome = save_imported(store, imported, replace=replace)
                 yield {"file": str(path), "session": imported.header.id, "outcome": outcome,
                        "events": len(imported.events), "turns": imported.turns,
-                       "unmapped": dict(imported.unmapped)}
+                       "unmapped": dict(imported.unmapped), "warnings": list(imported.warnings)}
         except (AgentlogError, OSError, *_UNEXPECTED) as exc:
             detail = str(exc) if isinstance(exc, AgentlogError) else f"{type(exc).__name__}: {exc}"
             if not isinstance(exc, AgentlogError | OSError):
@@ -131,8 +131,8 @@ def _print_table(rows: list[dict[str, Any]], to: Console) -> None:
               help="Replace a session the store already holds under the same id (the old one stays until "
                    "the new one is stored whole).")
 @click.option("--json", "as_json", is_flag=True,
-              help='One JSON object per session: file, session, outcome, events, turns, unmapped '
-                   '(or file, error).')
+              help='One JSON object per session: file, session, outcome, events, turns, unmapped, '
+                   'warnings (or file, error).')
 @click.option("--max-size", "max_size", default=f"{MAX_SOURCE_BYTES >> 30}G", show_default=True,
               metavar="SIZE",
               help="Refuse a file larger than SIZE (bytes, or with a K, M or G suffix): each file is read "
@@ -171,8 +171,12 @@ def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id:
         _print_table(rows, console)
         skipped = sum(1 for row in rows if row.get("outcome") == "skipped")
         if skipped:
-            console.print(f"{skipped} session{'s' if skipped > 1 else ''} already in the store, "
+            console.print(f"{plural(skipped, 'session')} already in the store, "
                           "left unchanged (--replace overwrites)")
+        state.name_the_store()
+    for row in rows if not as_json else ():
+        for warning in row.get("warnings", ()):
+            errors.print(f"warning: {visible(row['file'])}: {visible(warning)}", soft_wrap=True)
     failed = [row for row in rows if "error" in row]
     for row in failed if not as_json else ():
         errors.print(f"error: {visible(row['error'])}", soft_wrap=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from agentlog.cli.app import State, handled, json_option
-from agentlog.cli.render import console, print_json, visible
+from agentlog.cli.render import console, plural, print_json, visible
 from agentlog.core.fork import OPEN_TURN, turn_end_after
 from agentlog.errors import ForkError
 
@@ -39,9 +39,10 @@ def fork(state: State, session_id: str, boundary: int | None, child_id: str | No
                     "file": where})
         return
     console.print(f"forked {visible(header.id)} from {visible(session_id)}: "
-                  f"{length} events shared (up to seq {length - 1})")
+                  f"{plural(length, 'event')} shared (up to seq {length - 1})")
     if where is not None:
         console.print(f"file: {visible(str(where))}")
+    state.name_the_store()
 
 
 @click.command()
@@ -57,6 +58,7 @@ def materialize(state: State, session_id: str, as_json: bool) -> None:
         print_json({"id": session_id, "materialized": True})
         return
     console.print(f"{visible(session_id)} holds its whole log")
+    state.name_the_store()
 
 
 @click.command()
@@ -75,3 +77,4 @@ def delete(state: State, session_id: str, yes: bool, as_json: bool) -> None:
         print_json({"id": session_id, "deleted": True})
         return
     console.print(f"deleted {visible(session_id)}")
+    state.name_the_store()

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from agentlog.cli import audit, chat, export, importing, lineage, search, serve, sessions, stats, tail, upkeep
 from agentlog.cli.app import State, cli, handled
-from agentlog.cli.render import console, print_json, safe, summary, visible
+from agentlog.cli.render import console, plural, print_json, safe, summary, visible
 from agentlog.store.urls import default_store_url
 
 
@@ -30,7 +30,7 @@ def demo(state: State, as_json: bool) -> None:
     check_demo_store(state.store_url)
     if as_json:
         report = run_demo(state.store_url, log=lambda line: None)
-        print_json({"store": state.store_url, "session": report.session_id, "child": report.child_id,
+        print_json({"store": state.store_label, "session": report.session_id, "child": report.child_id,
                     "sessionFile": report.session_path, "childFile": report.child_path,
                     "recordedEvents": report.recorded_events,
                     "durableBeforeCrash": report.durable_before_crash,
@@ -38,7 +38,7 @@ def demo(state: State, as_json: bool) -> None:
                     "restoredMessages": report.restored_messages, "childEvents": report.child_events,
                     "childMessages": report.child_messages, "forkBoundary": report.fork_boundary})
         return
-    console.print(f"[bold]agentlog demo[/bold] - store: {safe(state.store_url)}", markup=True)
+    console.print(f"[bold]agentlog demo[/bold] - store: {safe(state.store_label)}", markup=True)
     report = run_demo(state.store_url, log=lambda line: console.print(f"  • {line}"))
     console.print()
     table = Table(title="synthetic events written by crash recovery", title_justify="left")
@@ -48,11 +48,13 @@ def demo(state: State, as_json: bool) -> None:
         table.add_row(str(event.seq), event.type, summary(event))
     console.print(table)
     console.print()
-    console.print(f"session  {report.session_id}: {report.restored_messages} model messages after restore")
+    restored = plural(report.restored_messages, "model message")
+    console.print(f"session  {report.session_id}: {restored} after restore")
     if report.session_path is not None:
         console.print(f"         file: {visible(report.session_path)}")
-    console.print(f"fork     {report.child_id}: {report.child_events} events, "
-                  f"{report.child_messages} model messages (seeded up to seq {report.fork_boundary})")
+    console.print(f"fork     {report.child_id}: {plural(report.child_events, 'event')}, "
+                  f"{plural(report.child_messages, 'model message')} "
+                  f"(seeded up to seq {report.fork_boundary})")
     if report.child_path is not None:
         console.print(f"         file: {visible(report.child_path)}")
     console.print()

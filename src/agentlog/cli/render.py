@@ -97,6 +97,11 @@ def progress(label: str) -> Iterator[Callable[[int, int], None]]:
         yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 event``, ``2 events``: a count with its noun in the number it takes."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def iso(ms: int) -> str:
     import datetime
 
@@ -146,5 +151,7 @@ def print_message(message: Any) -> None:
     if source.get("kind") == "tool":
         label = "tool"
     colour = {"user": "cyan", "assistant": "green", "tool": "yellow"}.get(label, "white")
+    if message.get("partial"):
+        label = f"{label} (partial: cut off by a crash)"
     text = safe(clip(text_of(message.get("content")), 400))
     console.print(f"[bold {colour}]{safe(str(label))}[/bold {colour}] {text}", markup=True)

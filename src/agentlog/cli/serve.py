@@ -58,7 +58,7 @@ def serve(state: State, host: str, port: int, token: str | None) -> None:
         server = uvicorn.Server(config)
         shown = f"[{host}]" if ":" in host else host
         url = f"http://{shown}:{sock.getsockname()[1]}/" + (f"?token={token}" if token else "")
-        console.print(f"agentlog viewer of {safe(state.store_url)} at {url}  (Ctrl-C stops)")
+        console.print(f"agentlog viewer of {safe(state.store_label)} at {url}  (Ctrl-C stops)")
         try:
             server.run(sockets=[sock])
         except KeyboardInterrupt:  # uvicorn shut down first, then re-raised the signal: the usual stop

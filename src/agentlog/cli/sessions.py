@@ -17,6 +17,7 @@ from agentlog.cli.render import (
     errors,
     iso,
     json_safe,
+    plural,
     print_json,
     print_message,
     safe,
@@ -66,12 +67,13 @@ def list_sessions(state: State, as_json: bool) -> None:
 @click.pass_obj
 @handled
 def show(state: State, session_id: str, as_json: bool) -> None:
-    """Print the human transcript of a session (what the user saw, compaction aside)."""
-    from agentlog.core.messages import transcript
+    """Print the human transcript of a session (what the user saw, compaction aside); an answer a
+    crash cut off mid-stream is shown as far as it streamed, marked partial."""
+    from agentlog.core.messages import transcript_with_partials
 
     with state.store(create=False) as store:
         inspection = store.inspect(session_id)
-    messages = transcript(inspection.events)
+    messages = transcript_with_partials(inspection.events)
     if as_json:
         print_json(messages)
         return
@@ -135,8 +137,8 @@ def verify(state: State, session_id: str, as_json: bool) -> None:
                     "recovery": None if recovery is None else recovery_json(recovery, where),
                     "writer": writer, "error": None})
         sys.exit(code)
-    described = (f"{counts['events']} events, {counts['surfaceNodes']} surface nodes, "
-                 f"{counts['messages']} model messages")
+    described = (f"{plural(counts['events'], 'event')}, {plural(counts['surfaceNodes'], 'surface node')}, "
+                 f"{plural(counts['messages'], 'model message')}")
     if recovery is None:
         console.print(f"[green]ok[/green] {safe(session_id)}: {described}", markup=True)
         return
@@ -184,22 +186,25 @@ def recovery_json(recovery: Recovery, where: str | None) -> dict[str, Any]:
             "closers": [orjson.loads(event.to_json()) for event in recovery.closers]}
 
 
-def recovery_lines(recovery: Recovery, where: str | None) -> list[str]:
-    """What ``verify`` says about a recovery: intact prefix, torn tail, salvaged and synthetic events."""
+def recovery_lines(recovery: Recovery, where: str | None, *, done: bool = False) -> list[str]:
+    """What ``verify`` says about a recovery: intact prefix, torn tail, salvaged and synthetic events;
+    ``done``: said of a repair already written (``repair``), not of one a load would do."""
     span = f" (seq 0..{recovery.intact - 1})" if recovery.intact else ""
-    lines = [f"intact: {recovery.intact} events{span}"]
+    lines = [f"intact: {plural(recovery.intact, 'event')}{span}"]
     first_lost = recovery.intact + len(recovery.recovered)
     if recovery.torn and recovery.torn_bytes is not None:
-        lines.append(f"torn tail: {recovery.torn_bytes} bytes ignored after byte {recovery.torn_offset}"
+        lines.append(f"torn tail: {plural(recovery.torn_bytes, 'byte')} {'cut' if done else 'ignored'} "
+                     f"after byte {recovery.torn_offset}"
                      + (f" of {where}" if where else ""))
     elif recovery.torn:
-        lines.append(f"torn tail: the stored rows from seq {first_lost} on are ignored")
+        lines.append(f"torn tail: the stored rows from seq {first_lost} on are "
+                     f"{'dropped' if done else 'ignored'}")
     if recovery.recovered:
-        lines.append(f"recovered from the torn tail: {len(recovery.recovered)} complete events "
+        lines.append(f"recovered from the torn tail: {plural(len(recovery.recovered), 'complete event')} "
                      f"(seq {recovery.intact}..{first_lost - 1}), re-written by the repair")
     if recovery.closers:
-        lines.append(f"interrupted turn {recovery.turn} would be closed by "
-                     f"{len(recovery.closers)} synthetic events:")
+        lines.append(f"interrupted turn {recovery.turn} {'was' if done else 'would be'} closed by "
+                     f"{plural(len(recovery.closers), 'synthetic event')}:")
         lines.extend(f"  seq {event.seq} {event.type}  {summary(event)}".rstrip()
                      for event in recovery.closers)
     return lines

@@ -7,7 +7,16 @@ import sys
 import click
 
 from agentlog.cli.app import State, handled
-from agentlog.cli.render import columns, console, errors, print_json, progress, unreadable_json, visible
+from agentlog.cli.render import (
+    columns,
+    console,
+    errors,
+    plural,
+    print_json,
+    progress,
+    unreadable_json,
+    visible,
+)
 from agentlog.ops.stats import SessionStats, store_stats
 
 
@@ -60,7 +69,7 @@ def stats(state: State, session_id: str | None, as_json: bool) -> None:
                 "tokens out", "wall", "in turns", "in tools")
         rows = [_row(each.session_id or "", each) for each in figures.sessions]
         if session_id is None:
-            rows.append(_row(f"total ({figures.total.sessions} sessions)", figures.total))
+            rows.append(_row(f"total ({plural(figures.total.sessions, 'session')})", figures.total))
         columns(head, rows)
         if figures.total.tool_calls:
             console.print()

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agentlog.cli.app import State, handled, json_option
-from agentlog.cli.render import columns, console, errors, iso, print_json, progress, visible
+from agentlog.cli.render import columns, console, errors, iso, plural, print_json, progress, visible
 from agentlog.cli.sessions import recovery_json, recovery_lines
 from agentlog.compaction.summary import Summarizer
 from agentlog.errors import UsageError
@@ -64,12 +64,14 @@ def repair(state: State, session_id: str, dry_run: bool, salvage: bool, into: st
         console.print(f"{visible(session_id)}: nothing to repair (intact, no open turn)")
         return
     console.print(f"{visible(session_id)}: {'would repair' if dry_run else 'repaired'}")
-    for line in recovery_lines(recovery, where):
+    for line in recovery_lines(recovery, where, done=not dry_run):
         console.print(f"  {visible(line)}")
     if kept is not None:
         console.print(f"  cut bytes kept in {visible(kept)}")
     if dry_run:
         console.print(f"nothing written; run: agentlog repair {visible(session_id)}")
+    else:
+        state.name_the_store()
 
 
 def _salvage(state: State, session_id: str, into: str, dry_run: bool, as_json: bool) -> None:
@@ -93,20 +95,22 @@ def _salvage(state: State, session_id: str, into: str, dry_run: bool, as_json: b
         return
     span = f" (seq 0..{len(done.events) - 1})" if done.events else ""
     verb = "would salvage" if dry_run else "salvaged" if done.written else "nothing to salvage:"
-    console.print(f"{visible(session_id)}: {verb} {len(done.events)} events{span}"
+    console.print(f"{visible(session_id)}: {verb} {plural(len(done.events), 'event')}{span}"
                   + (f" into {visible(into)}" if done.events else "")
                   + f"; {visible(session_id)} is left as it was")
     for loss in found.lost:
-        console.print(f"  lost: {loss.size} bytes at byte {loss.offset} ({visible(loss.what)})")
+        console.print(f"  lost: {plural(loss.size, 'byte')} at byte {loss.offset} ({visible(loss.what)})")
     for drop in found.dropped:
         console.print(f"  dropped: seq {drop.first_seq}..{drop.last_seq} at byte {drop.offset} "
                       f"(readable, but seq {found.gap_at} is missing before it)")
     if done.invalid:
         console.print(f"  cut where the restore rules refuse: {visible(done.invalid)}")
     if done.closers:
-        console.print(f"  the interrupted turn is closed by {len(done.closers)} synthetic events")
+        console.print(f"  the interrupted turn is closed by {plural(len(done.closers), 'synthetic event')}")
     if not found.lost and not found.dropped and not done.invalid:
         console.print("  nothing was lost")
+    if done.written:
+        state.name_the_store()
 
 
 @click.command()
@@ -165,7 +169,7 @@ def compact(state: State, session_id: str, llm_url: str | None, model: str | Non
     if isinstance(result, CompactionSkipped):
         console.print(f"{visible(session_id)}: nothing new to compact: {visible(result.reason)}")
         return
-    console.print(f"{visible(session_id)}: compacted {len(result.shadowed_seqs)} surface events "
+    console.print(f"{visible(session_id)}: compacted {plural(len(result.shadowed_seqs), 'surface event')} "
                   f"(~{result.shadowed_token_count} tokens) into the checkpoint at seq "
                   f"{result.checkpoint_seq} (bracket seq {result.start_seq}..{result.end_seq})")
     if kept is not None:
@@ -177,6 +181,7 @@ def compact(state: State, session_id: str, llm_url: str | None, model: str | Non
             console.print(f"  {category.category:<12} {found}/{category.total} ({share})")
         overall = "-" if kept.score is None else f"{100 * kept.score:.0f}%"
         console.print(f"  {'overall':<12} {overall} (mean of the categories)")
+    state.name_the_store()
 
 
 def _kept(store: Any, session_id: str,
@@ -263,13 +268,15 @@ def gc(state: State, age: str, by: AgeBasis, dry_run: bool, yes: bool, as_json: 
     else:
         _gc_table(collected, "would be deleted" if dry_run else "deleted")  # what was done
         _gc_summary(collected)
+        if not dry_run:
+            state.name_the_store()
     if collected.unreadable:
-        errors.print(f"error: {len(collected.unreadable)} session(s) could not be read (kept)")
+        errors.print(f"error: {_sessions(len(collected.unreadable))} could not be read (kept)")
         sys.exit(1)
 
 
 def _sessions(count: int) -> str:
-    return f"{count} session{'' if count == 1 else 's'}"
+    return plural(count, "session")
 
 
 def _confirm_gc(plan: Collected, as_json: bool) -> None:
@@ -294,7 +301,9 @@ def _gc_table(collected: Collected, verb: str, *, to: Console | None = None) -> 
 
 def _gc_summary(collected: Collected) -> None:
     verb = "would be deleted" if collected.dry_run else "deleted"
-    console.print(f"{_sessions(len(collected.deleted))} {verb}, {len(collected.kept)} old ones kept")
+    kept = len(collected.kept)
+    console.print(f"{_sessions(len(collected.deleted))} {verb}, "
+                  f"{kept} old {'one' if kept == 1 else 'ones'} kept")
 
 
 @click.command(name="check-upgrade")
@@ -319,7 +328,7 @@ def check_upgrade(state: State, as_json: bool) -> None:
         columns(("id", "status", "detail"),
                 [[check.session_id or "?", check.status, check.detail] for check in report.sessions])
         where = "a copy" if report.copy else "the store in place (read-only)"
-        console.print(f"{len(report.sessions)} sessions read from {where}: "
+        console.print(f"{_sessions(len(report.sessions))} read from {where}: "
                       f"{len(report.failed)} would not load")
     if report.failed:
         sys.exit(1)

@@ -41,6 +41,7 @@ from agentlog.compaction.reading import (
     tool_result_call_id,
     tool_result_is_error,
 )
+from agentlog.core.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT
 
 __all__ = ["ErrorFix", "TestRun", "Walk", "is_file_path", "outcome_history", "relative"]
 
@@ -61,6 +62,8 @@ _PLAN_DOC = re.compile(
 _LISTING_PREFIX = re.compile(r"^\s*\d+(?:→|\t)")
 _TASK_CREATED = re.compile(r"Task #(\w+) created")
 _ANALYSIS_CHARS = 400
+_INTERRUPTED = {OUTCOME_UNKNOWN_TEXT: "outcome unknown (it may have run)", NOT_STARTED_TEXT: "it never ran"}
+"""The synthetic results of crash repair (``core.repair``), by text: what each says of the call."""
 _VERDICT = re.compile(r"\b(?:fail(?:s|ed|ing|ure)?|broken|regression|passes|passing)\b", re.IGNORECASE)
 _COVERAGE = re.compile(r"^TOTAL\b.*\d%.*$", re.MULTILINE)
 _WRITE_TOOL = re.compile(r"edit|write|patch|replace|create|insert|apply", re.IGNORECASE)
@@ -226,7 +229,8 @@ class Walk:
             if message.get("role") == "assistant":
                 self._assistant(message)
             elif is_tool_result(message):
-                self._result(message)
+                if not self._interrupted(message):
+                    self._result(message)
             elif is_user_request(message):
                 self._open = []  # the user spoke: earlier errors are no longer waiting for a fix
             else:
@@ -373,6 +377,19 @@ class Walk:
         purpose = file_purpose(listing)
         if purpose is not None:
             self.file_purposes[path] = purpose
+
+    def _interrupted(self, message: Any) -> bool:
+        """Crash repair's synthetic result: the interrupted call itself is the error to list."""
+        text = "\n".join(message_texts(message))
+        if text not in _INTERRUPTED or not tool_result_is_error(message):
+            return False
+        call = self._calls.get(tool_result_call_id(message) or "")
+        name = call.name if call is not None else "a tool call"
+        fix = ErrorFix(f"{name} interrupted by a crash: {_INTERRUPTED[text]}",
+                       call.command if call is not None else None)
+        self.fixes.append(fix)
+        self._open.append(fix)
+        return True
 
     def _result(self, message: Any) -> None:
         call = self._calls.get(tool_result_call_id(message) or "")

@@ -11,12 +11,15 @@ from collections.abc import Iterable
 from typing import Any, TypeAlias
 
 from agentlog.core.events import (
+    ASSISTANT_CHUNK,
     ASSISTANT_MESSAGE,
+    STEP_END,
     TOOL_RESULT,
+    TURN_END,
     USER_MESSAGE,
     Event,
 )
-from agentlog.core.jsonvalue import FrozenDict
+from agentlog.core.jsonvalue import FrozenDict, freeze
 from agentlog.core.surface import is_append_surface_event
 from agentlog.errors import InvalidEventError
 
@@ -26,6 +29,7 @@ __all__ = [
     "derive_event_message",
     "event_message",
     "transcript",
+    "transcript_with_partials",
 ]
 
 Message: TypeAlias = FrozenDict
@@ -74,6 +78,43 @@ def transcript(events: Iterable[Event]) -> list[Message]:
             message = derive_event_message(event)
             if message is not None:
                 result.append(message)
+    return result
+
+
+def transcript_with_partials(events: Iterable[Event]) -> list[Message]:
+    """The transcript, plus the text a crash cut off before its step's ``assistant/message``:
+    streamed ``text-delta`` chunks the user saw, as an assistant message marked ``partial``."""
+    events = list(events)
+    result: list[Message] = []
+    pending: dict[tuple[Any, Any], list[str]] = {}
+
+    def cut_off(key: tuple[Any, Any]) -> None:
+        texts = pending.pop(key, None)
+        if texts:
+            result.append(freeze({"id": f"partial-{key[0]}-{key[1]}", "role": "assistant",
+                                  "content": [{"type": "text", "text": "".join(texts)}],
+                                  "source": {"kind": "model"}, "partial": True}))
+
+    for event in events:
+        data = event.data if isinstance(event.data, dict) else {}
+        key = (data.get("turn"), data.get("step"))
+        chunk = data.get("chunk")
+        if event.type == ASSISTANT_CHUNK and isinstance(chunk, dict) and chunk.get("type") == "text-delta" \
+                and isinstance(chunk.get("text"), str):
+            pending.setdefault(key, []).append(chunk["text"])
+        elif event.type == ASSISTANT_MESSAGE:
+            pending.pop(key, None)  # answered: the message holds the text
+        elif event.type == STEP_END:
+            cut_off(key)
+        elif event.type == TURN_END:
+            for open_step in [k for k in pending if k[0] == key[0]]:
+                cut_off(open_step)
+        if is_append_surface_event(event):
+            message = derive_event_message(event)
+            if message is not None:
+                result.append(message)
+    for open_step in list(pending):
+        cut_off(open_step)
     return result
 
 

@@ -142,3 +142,24 @@ def test_the_todo_list_is_logged_when_it_changes() -> None:
     checked(imported)
     snapshots = [e.data["todos"][0]["status"] for e in imported.events if e.type == "todo/write"]
     assert snapshots == ["pending", "completed"]
+
+
+def test_a_torn_last_line_imports_the_valid_prefix_with_a_warning() -> None:
+    whole = SMALL.read_bytes()
+    (intact,) = import_claude_code(SourceFile("s.jsonl", whole))
+    lines = whole.splitlines(keepends=True)
+    prefix = b"".join(lines[:-1])
+    torn = prefix + lines[-1][: len(lines[-1]) // 2]  # a writer killed inside its last line
+    (imported,) = import_claude_code(SourceFile("torn.jsonl", torn))
+    (expected,) = import_claude_code(SourceFile("prefix.jsonl", prefix))
+    checked(imported)
+    assert [event.type for event in imported.events] == [event.type for event in expected.events]
+    assert intact.warnings == () and expected.warnings == ()
+    (warning,) = imported.warnings
+    assert f"line {len(lines)}" in warning and f"byte {len(prefix)}" in warning and "torn" in warning
+
+
+def test_a_malformed_last_line_that_was_written_whole_is_still_refused() -> None:
+    whole = SMALL.read_bytes()
+    with pytest.raises(SourceFormatError, match="not a JSON line"):
+        import_claude_code(SourceFile("bad.jsonl", whole + b'{"type": "user", "mess\n'))

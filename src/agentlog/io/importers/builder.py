@@ -32,6 +32,8 @@ class Imported:
     events: tuple[Event, ...]
     unmapped: Mapping[str, int] = field(default_factory=dict)
     """Source facts with no place in the log, counted per kind (never lost silently)."""
+    warnings: tuple[str, ...] = ()
+    """What the import left out of the source and why (a torn last line), for the user to see."""
 
     @property
     def turns(self) -> int:

@@ -10,6 +10,7 @@ session linked to its parent (``parentSession``, ``origin: subagent``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any, Final
 from agentlog.core.header import SessionHeader
 from agentlog.core.jsonvalue import dumps, freeze
 from agentlog.io.importers.builder import Imported, LogBuilder, text_blocks
-from agentlog.io.importers.source import Line, SourceFile, iso_ms, jsonl_records
+from agentlog.io.importers.source import Line, SourceFile, iso_ms, jsonl_records, without_torn_tail
 
 __all__ = ["companions", "import_claude_code"]
 
@@ -249,7 +250,9 @@ def _records(source: SourceFile) -> Iterable[Line]:
 
 
 def import_claude_code(source: SourceFile) -> list[Imported]:
-    """The session of one Claude Code transcript (a sidechain file: the child session)."""
+    """The session of one Claude Code transcript (a sidechain file: the child session); a last
+    line that Claude Code was killed while writing is left out with a warning."""
+    source, torn = without_torn_tail(source)
     session: _Session | None = None
     skipped: list[Line] = []
     for line in _records(source):
@@ -268,4 +271,5 @@ def import_claude_code(source: SourceFile) -> list[Imported]:
         session.feed(line)
     if session is None:
         raise source.error(f"no user or assistant record with a sessionId; expected {EXPECTED}")
-    return [session.finish()]
+    imported = session.finish()
+    return [imported if torn is None else dataclasses.replace(imported, warnings=(torn,))]

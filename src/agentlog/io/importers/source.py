@@ -22,7 +22,7 @@ from agentlog.errors import SourceFormatError
 from agentlog.store.fs import file_kind
 
 __all__ = ["MAX_SOURCE_BYTES", "Line", "SourceFile", "iso_ms", "json_document", "jsonl_records",
-           "read_source"]
+           "read_source", "without_torn_tail"]
 
 MAX_SOURCE_BYTES: Final = 1 << 30
 """The largest file ``read_source`` takes by default (1 GiB): an import holds the whole file in memory."""
@@ -109,6 +109,23 @@ def jsonl_records(source: SourceFile, expected: str) -> Iterator[Line]:
             raise source.error(f"a JSON {type(value).__name__}, not an object; expected {expected}",
                                line=number, offset=start)
         yield Line(number, start, value)
+
+
+def without_torn_tail(source: SourceFile) -> tuple[SourceFile, str | None]:
+    """The file without a last line its writer was killed inside (no final newline, not JSON),
+    and a warning naming what was left out; a file that ends whole is returned as it is."""
+    cut = source.data.rfind(b"\n") + 1
+    tail = source.data[cut:]
+    if not tail.strip():
+        return source, None
+    try:
+        orjson.loads(tail)
+    except orjson.JSONDecodeError:
+        number = source.data.count(b"\n", 0, cut) + 1
+        return SourceFile(source.path, source.data[:cut]), (
+            f"line {number} is torn (a write cut off: {len(tail)} bytes at byte {cut} with no final "
+            "newline, not JSON): left out, the lines before it imported")
+    return source, None
 
 
 def json_document(source: SourceFile, expected: str) -> Any:
