@@ -36,6 +36,7 @@ from agentlog.store.jsonl.format import (
     first_stored_seq,
     scan_zstd_frames,
 )
+from agentlog.store.jsonl.seek import SeekIndex
 
 __all__ = ["FORKS_DIR", "JsonlForks", "Transcript", "is_shared", "public_header"]
 
@@ -79,6 +80,7 @@ class JsonlForks(Store):
 
     _fs: FileSystem
     _paths: dict[str, Path]
+    _seek: SeekIndex
     compressed: bool
 
     # -- provided by JsonlStore (the file layout and its I/O) ----------------------------------------
@@ -353,7 +355,8 @@ class JsonlForks(Store):
             own_start = data.index(b"\n") + 1
         plain = public_header(stored)
         prefix = session.events[: stored.seed_length or 0]
-        content = self._encode_header(plain) + (self._encode(prefix) if prefix else b"") + data[own_start:]
+        head = self._encode_header(plain)
+        content = head + (self._encode(prefix) if prefix else b"") + data[own_start:]
         fs = self._fs
         temp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
         try:
@@ -368,6 +371,7 @@ class JsonlForks(Store):
         finally:
             self._forget(session_id)
             self._saw_end(session_id, 0, None)  # rewritten: known again at the next read
+        self._seek.published(path, 0, len(head), content)  # the old digests name the old bytes
         parent = self._find(stored.parent_session) if stored.parent_session is not None else None
         if parent is not None:
             self._remove_marker(parent.parent / FORKS_DIR / encode_session_id(session_id))
