@@ -201,11 +201,14 @@ def test_every_few_bytes_of_the_last_batch_cut_reports_exactly_what_load_repairs
     *_, before, end = write_batches(store, log)
     path = Path(str(store.locate(HEADER)))
     full = path.read_bytes()
+    sidecar = path.with_name(path.name + ".seek")
+    digests = sidecar.read_bytes()  # the crash state: the sidecar as the writer left it, too
     assert len(full) == end
     last_frame = zstandard.ZstdDecompressor().decompressobj()
     salvaging_cuts = 0
     for cut in [*range(before, len(full), 5), len(full) - 1]:
         path.write_bytes(full[:cut])
+        sidecar.write_bytes(digests)
         if compression == "none":
             valid_end = full.rfind(b"\n", 0, cut) + 1
             intact, salvaged = raw_events(full[:valid_end]), 0
@@ -249,16 +252,21 @@ def test_a_flipped_byte_in_a_committed_zstd_frame_is_invalid(tmp_path: Path) -> 
     assert "Traceback" not in result.stderr
 
 
-def test_raw_jsonl_has_no_checksum_so_a_flipped_letter_inside_a_string_passes(tmp_path: Path) -> None:
-    """The limit the README states next to ``?compression=none``: a line that still parses is kept."""
+def test_raw_jsonl_a_flipped_letter_inside_a_string_is_found_by_its_digest(tmp_path: Path) -> None:
+    """A raw line that still parses is no longer kept silently: the seek sidecar's digests name it."""
     root = tmp_path / "root"
     write_batches(JsonlStore(root, compression="none"), make_log(2))
     path = Path(str(JsonlStore(root, compression="none").locate(HEADER)))
     data = path.read_bytes()
     assert b"question 1" in data
+    at = data.index(b"question 1")
     path.write_bytes(data.replace(b"question 1", b"question 7"))
     result = run(jsonl_url(root, "none"), "verify", "s1")
-    assert result.returncode == 0 and result.stdout.startswith("ok")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "differ from what was written" in result.stderr and str(path) in result.stderr
+    start = int(result.stderr.split("bytes ")[1].split("..")[0])
+    end = int(result.stderr.split("..")[1].split(" ")[0])
+    assert start <= at <= end
 
 
 def test_a_recorder_killed_mid_turn_is_reported_as_recovered(tmp_path: Path) -> None:

@@ -43,8 +43,8 @@ def _sqlite(tmp: Path) -> Backend:
     def tamper(session_id: str) -> None:
         with sqlite3.connect(path) as conn:
             conn.execute("INSERT INTO events SELECT session, seq + 1, type, time, data, source_event_seqs, "
-                         "surface_op, ignorable, op_first FROM events WHERE session = (SELECT key FROM "
-                         "sessions WHERE id = ?) ORDER BY seq DESC LIMIT 1", (session_id,))
+                         "surface_op, ignorable, op_first, digest FROM events WHERE session = (SELECT key "
+                         "FROM sessions WHERE id = ?) ORDER BY seq DESC LIMIT 1", (session_id,))
 
     def factory() -> GroupCommitStore:
         from agentlog.store.sqlite.store import SqliteStore

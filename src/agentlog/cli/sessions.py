@@ -25,7 +25,9 @@ from agentlog.cli.render import (
     unreadable_json,
     visible,
 )
-from agentlog.errors import AgentlogError
+from agentlog.errors import AgentlogError, SessionCorruptionError
+from agentlog.store.base import Store
+from agentlog.store.integrity import Integrity
 from agentlog.store.records import Recovery
 
 
@@ -99,13 +101,16 @@ class _VerifyCommand(click.Command):
 @click.argument("session_id")
 @click.option("--json", "as_json", is_flag=True,
               help='One JSON object: {"id", "status": "ok"|"recovered"|"open"|"invalid", "events", '
-                   '"surfaceNodes", "messages", "recovery", "writer", "error"}.')
+                   '"surfaceNodes", "messages", "recovery", "writer", "integrity", "error"}.')
 @click.pass_obj
 @handled
 def verify(state: State, session_id: str, as_json: bool) -> None:
     """Validate a session fully (restore rules + turn/step/tool invariants) without writing.
 
     Every stored event is validated: a JSONL validated-state checkpoint vouches for nothing here.
+    Every stored byte (JSONL) or row (SQLite, PostgreSQL) is checked against the digest written
+    with it: a changed byte is "invalid", naming the file and byte span (or the row). Bytes or
+    rows written without one (by DSH, or before agentlog kept them) are named as unchecked.
 
     Reports a torn tail it ignored (bytes and offset in a file) and the interrupted turn that
     loading would close, with its synthetic events.
@@ -124,58 +129,79 @@ def verify(state: State, session_id: str, as_json: bool) -> None:
     process is still recording looks interrupted (2).
     """
     try:
-        counts, recovery, where, writer = _verified(state, session_id)
+        counts, recovery, where, writer, integrity = _verified(state, session_id)
     except AgentlogError as exc:
         if not as_json:
             raise
         print_json({"id": session_id, "status": "invalid", "events": None, "surfaceNodes": None,
-                    "messages": None, "recovery": None, "writer": None, "error": str(exc)})
+                    "messages": None, "recovery": None, "writer": None, "integrity": None,
+                    "error": str(exc)})
         sys.exit(1)
     status, code = ("ok", 0) if recovery is None else ("recovered", 2) if writer is None else ("open", 3)
     if as_json:
         print_json({"id": session_id, "status": status, **counts,
                     "recovery": None if recovery is None else recovery_json(recovery, where),
-                    "writer": writer, "error": None})
+                    "writer": writer, "integrity": integrity.to_json(), "error": None})
         sys.exit(code)
     described = (f"{plural(counts['events'], 'event')}, {plural(counts['surfaceNodes'], 'surface node')}, "
                  f"{plural(counts['messages'], 'model message')}")
     if recovery is None:
         console.print(f"[green]ok[/green] {safe(session_id)}: {described}", markup=True)
+        console.print(f"  {visible(integrity.detail)}")
         return
     if writer is not None:
         turn = "" if recovery.turn is None else f"turn {recovery.turn} is being recorded, "
         console.print(f"[cyan]open[/cyan] {safe(session_id)}: being written by process {writer} "
                       f"({turn}not interrupted: verify it once the writer closes it)", markup=True)
+        console.print(f"  {visible(integrity.detail)}")
         sys.exit(3)
     console.print(f"[yellow]recovered[/yellow] {safe(session_id)}: readable; "
                   "loading it commits the repair below", markup=True)
     for line in recovery_lines(recovery, where):
         console.print(f"  {visible(line)}")
     console.print(f"  with the repair: {described}")
+    console.print(f"  {visible(integrity.detail)}")
     sys.exit(2)
 
 
 def _verified(state: State, session_id: str
-              ) -> tuple[dict[str, int], Recovery | None, str | None, int | None]:
+              ) -> tuple[dict[str, int], Recovery | None, str | None, int | None, Integrity]:
     """Full validation of a stored session (a checkpoint vouches for nothing here): its counts,
-    what a load would repair, its file and the pid of a live process writing it (None when none
-    is, or that cannot be told)."""
+    what a load would repair, its file, the pid of a live process writing it (None when none
+    is, or that cannot be told) and what its integrity data says."""
     from agentlog.core.invariants import check_invariants
     from agentlog.core.session import Session
     from agentlog.store.writer_probe import writer_pid
 
     with state.store(create=False) as store:
-        inspection = store.inspect(session_id, trust_checkpoint=False)  # every event, not a resume
+        try:
+            inspection = store.inspect(session_id, trust_checkpoint=False)  # every event, not a resume
+            session = Session.restore(session_id, inspection.events, inspection.header)
+            check_invariants(list(inspection.events))
+        except AgentlogError as exc:
+            raise _explained(store, session_id, exc) from None
+        integrity = store.check_integrity(session_id, recovery=inspection.recovery)
         where = store.locate(inspection.header)
         try:
             writer = None if inspection.recovery is None else writer_pid(store, session_id)
         except OSError:
             writer = None
-    session = Session.restore(session_id, inspection.events, inspection.header)
-    check_invariants(list(inspection.events))
     counts = {"events": len(inspection.events), "surfaceNodes": len(session.surface.nodes),
               "messages": len(session.derive_messages())}
-    return counts, inspection.recovery, where, writer
+    return counts, inspection.recovery, where, writer, integrity
+
+
+def _explained(store: Store, session_id: str, error: AgentlogError) -> AgentlogError:
+    """The error of a session that does not read back, led by where its bytes or rows differ from
+    what was written when its integrity data says so (the cause, not the symptom)."""
+    try:
+        store.check_integrity(session_id)
+    except SessionCorruptionError as changed:
+        return SessionCorruptionError(f"{changed.detail} (reading them: {error})", session_id=session_id,
+                                      file=changed.file, offset=changed.offset)
+    except AgentlogError:
+        pass
+    return error
 
 
 def recovery_json(recovery: Recovery, where: str | None) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from agentlog.errors import (
 )
 from agentlog.legacy.upgrade import needs_prefix, upgrade_legacy_chain
 from agentlog.store.hooks import DEFAULT_WRITE_DELAY_MS, StoreHooks, _State
+from agentlog.store.integrity import Integrity
 from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, StoredLog
 from agentlog.store.validate import validate_appended, validate_stored
 from agentlog.store.writer import LiveSession
@@ -203,6 +204,19 @@ class Store(StoreHooks):
         log = [*session._log, *closers]
         return Inspection(stored.header, EventsView(log, len(log), session._lazy_end),
                           Recovery.found(stored, closers))
+
+    def check_integrity(self, session_id: str, *, recovery: Recovery | None = None) -> Integrity:
+        """Check a session's stored bytes or rows against the digests written with them (``verify``);
+        raises ``SessionCorruptionError`` naming where they differ. ``recovery``: what ``inspect``
+        found; the torn tail it names is left to that report (a crash leaves one so)."""
+        self._check_open()
+        with self._serialized(session_id):
+            return self._check_integrity(session_id, recovery if recovery is not None and recovery.torn
+                                         else None)
+
+    def _check_integrity(self, session_id: str, torn: Recovery | None) -> Integrity:
+        """The backend's integrity check (a store that keeps no digests: none)."""
+        return Integrity("none", "no integrity data: this store keeps none")
 
     def _prepare(self, session_id: str, *, trust_checkpoint: bool = True
                  ) -> tuple[StoredLog, Session, list[Event]]:
@@ -454,6 +468,9 @@ class Store(StoreHooks):
 
     async def ainspect(self, session_id: str, *, trust_checkpoint: bool = True) -> Inspection:
         return await in_thread(self.inspect, session_id, trust_checkpoint=trust_checkpoint)
+
+    async def acheck_integrity(self, session_id: str, *, recovery: Recovery | None = None) -> Integrity:
+        return await in_thread(self.check_integrity, session_id, recovery=recovery)
 
     async def aread_from(self, session_id: str, from_seq: int) -> Inspection:
         return await in_thread(self.read_from, session_id, from_seq)

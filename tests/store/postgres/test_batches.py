@@ -10,6 +10,7 @@ import pytest
 
 from agentlog import Event, SessionHeader
 from agentlog.errors import ConcurrentWriterError, StoreError
+from agentlog.store.integrity import row_digest
 from agentlog.store.postgres.rows import encode_columns, encode_rows
 from agentlog.store.postgres.store import PostgresStore
 from tests.contract.logs import LogBuilder, wire
@@ -38,13 +39,14 @@ def test_columns_transpose_the_rows_with_provenance_as_array_literals() -> None:
     log.turn(1, chunks=5)
     log.tool_result(1, 1, "c1", 2)
     events = [Event.from_wire(event) for event in log.events]
-    rows, columns = encode_rows(events), encode_columns(events)
+    rows, columns = encode_rows(events), encode_columns("s1", events)
     assert len(rows) < len(events)  # the chunk run is one packed row
     for index, name in enumerate(("seq", "type", "time", "data", "data_zstd")):
         assert columns[name] == [row[index] for row in rows]
     assert columns["ignorable"] == [row[8] for row in rows] and False in columns["ignorable"]
     assert columns["seqs"][-1] == "{2}" and columns["seqs"][0] is None
-    assert encode_columns([]) == {name: [] for name in columns}
+    assert columns["digest"] == [row_digest(("s1", *row)) for row in rows]
+    assert encode_columns("s1", []) == {name: [] for name in columns}
 
 
 def test_a_batch_refused_midway_changes_nothing_and_is_kept_for_the_next_flush(

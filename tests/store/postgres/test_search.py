@@ -56,11 +56,13 @@ def test_a_schema_1_store_is_migrated_by_a_writer(schema: Schema, store: Postgre
     expected = assert_index_equals_scan(store, "needle")
     store.close()
     schema.sql("DROP TABLE {s}.search_text")
+    schema.sql("ALTER TABLE {s}.sessions DROP COLUMN digest")
+    schema.sql("ALTER TABLE {s}.events DROP COLUMN digest")
     schema.sql("UPDATE {s}.meta SET schema_version = 1")
     writer = schema.store(write_delay_ms=5, pool_min=0, pool_max=2)
     try:
         assert hits(writer, "needle", scan=False) == expected
-        assert schema.sql("SELECT schema_version FROM {s}.meta") == [(2,)]
+        assert schema.sql("SELECT schema_version FROM {s}.meta") == [(3,)]
         assert_index_matches_rows(schema)
         record(writer, "b", ["new needle"])
         assert [hit.session_id for hit in assert_index_equals_scan(writer, "needle")] == ["a", "b"]

@@ -52,8 +52,10 @@ def assert_index_matches_rows(db: Path) -> None:
 
 
 def downgrade(db: Path) -> None:
-    """Turn a schema-2 file into what the previous build wrote: no search tables, user_version 1."""
+    """Turn a schema-3 file into what an older build wrote: no digests, no search tables, user_version 1."""
     conn = sqlite3.connect(db, isolation_level=None)
+    for table in ("sessions", "events"):
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN digest")
     for table in ("search_fts", "search_rows"):
         conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute("PRAGMA user_version = 1")
@@ -139,7 +141,7 @@ def test_a_schema_1_database_is_read_as_is_and_migrated_by_a_writer(db: Path, ft
     assert query(db, "PRAGMA user_version") == [(1,)]
     writer = SqliteStore(db, write_delay_ms=5)
     assert assert_index_equals_scan(writer, "needle") == expected
-    assert query(db, "PRAGMA user_version") == [(2,)]
+    assert query(db, "PRAGMA user_version") == [(3,)]
     assert_index_matches_rows(db)
     record(writer, "c", ["newest needle"])
     assert_index_matches_rows(db)

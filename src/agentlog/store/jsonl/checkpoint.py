@@ -51,8 +51,9 @@ from agentlog.core.session import Session
 from agentlog.core.storable import PLAIN_STORED_TYPES, first_legacy, refuse_retired, refuse_unknown
 from agentlog.errors import AgentlogError, SessionCorruptionError
 from agentlog.store.hooks import LiveHandle
-from agentlog.store.jsonl.forks import JsonlForks, Transcript, is_shared, public_header
+from agentlog.store.jsonl.forks import Transcript, is_shared, public_header
 from agentlog.store.jsonl.format import read_header_prefix, scan_suffix
+from agentlog.store.jsonl.integrity import JsonlIntegrity
 from agentlog.store.jsonl.seek import Identity, SeekIndex, identity_of
 from agentlog.store.records import StoredLog
 from agentlog.store.writer import LiveSession
@@ -250,7 +251,7 @@ def _span_table(spans: Sequence[tuple[int, int]], count: int, offset: int, data:
     return table
 
 
-class JsonlCheckpoints(JsonlForks):
+class JsonlCheckpoints(JsonlIntegrity):
     """Checkpoint reads (``_prepare``, cold forks) and writes (load, open, close) of ``JsonlStore``."""
 
     _seek: SeekIndex

@@ -43,6 +43,7 @@ from agentlog.store.jsonl.format import (
 )
 from agentlog.store.jsonl.leftovers import JsonlLeftovers
 from agentlog.store.jsonl.links import refuse_links
+from agentlog.store.jsonl.seek import SeekIndex
 
 __all__ = ["FORKS_DIR", "JsonlForks", "Transcript", "is_shared", "public_header"]
 
@@ -86,6 +87,7 @@ class JsonlForks(JsonlLeftovers):
 
     _fs: FileSystem
     _paths: dict[str, Path]
+    _seek: SeekIndex
     compressed: bool
     root: Path
 
@@ -369,7 +371,8 @@ class JsonlForks(JsonlLeftovers):
             own_start = data.index(b"\n") + 1
         plain = public_header(stored)
         prefix = session.events[: stored.seed_length or 0]
-        content = self._encode_header(plain) + (self._encode(prefix) if prefix else b"") + data[own_start:]
+        head = self._encode_header(plain)
+        content = head + (self._encode(prefix) if prefix else b"") + data[own_start:]
         fs = self._fs
         temp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
         try:
@@ -384,6 +387,7 @@ class JsonlForks(JsonlLeftovers):
         finally:
             self._forget(session_id)
             self._saw_end(session_id, 0, None)  # rewritten: known again at the next read
+        self._seek.published(path, 0, len(head), content)  # the old digests name the old bytes
         parent = self._find(stored.parent_session) if stored.parent_session is not None else None
         if parent is not None:
             self._remove_marker(parent.parent / FORKS_DIR / encode_session_id(session_id))

@@ -493,7 +493,7 @@ class JsonlStore(JsonlCheckpoints):
             with contextlib.suppress(OSError):
                 fs.unlink(temp)
         self._paths[header.id] = final
-        self._seek.published(final, *batch)  # after the unlink, which changed the ctime
+        self._seek.published(final, *batch, content)  # after the unlink, which changed the ctime
 
     def _append_bytes(self, session_id: str, data: bytes, seqs: tuple[int, int] | None) -> None:
         """Append and fsync; on failure truncate back to the previous size and re-raise.
@@ -548,7 +548,7 @@ class JsonlStore(JsonlCheckpoints):
         if seqs is not None:
             self._saw_end(session_id, seqs[1], size + len(data))
             marks = self._seek_marks(session_id, revision_of(before))
-            self._seek.noted(path, seqs[0], size, before, after, marks)
+            self._seek.noted(path, seqs[0], size, before, after, marks, data)
 
     def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
         path = self._write_path(header.id)

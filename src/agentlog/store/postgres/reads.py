@@ -26,15 +26,21 @@ from agentlog.core.events import Event
 from agentlog.core.header import FORMAT_VERSION, SessionHeader
 from agentlog.core.jsonvalue import freeze, frozen_dict, loads
 from agentlog.core.search_text import Candidates
-from agentlog.errors import AgentlogError, SessionCorruptionError, SessionFormatUnsupportedError
+from agentlog.errors import (
+    AgentlogError,
+    SessionCorruptionError,
+    SessionFormatUnsupportedError,
+    SessionNotFoundError,
+)
 from agentlog.legacy.upgrade import chain_writers
 from agentlog.store.group_commit import GroupCommitStore
 from agentlog.store.incarnation import stored_at
+from agentlog.store.integrity import Integrity, check_rows, torn_seq
 from agentlog.store.postgres.errors import translate
 from agentlog.store.postgres.rows import scan_rows, scan_suffix
 from agentlog.store.postgres.schema import Statements, ensure_schema
 from agentlog.store.postgres.search import SearchStatements, candidates
-from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable
+from agentlog.store.records import Listing, Recovery, Snapshot, StoredLog, Unreadable
 
 __all__ = ["PostgresReads", "SessionInfo", "session_info"]
 
@@ -172,6 +178,16 @@ class PostgresReads(GroupCommitStore):
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield conn
+
+    def _check_integrity(self, session_id: str, torn: Recovery | None) -> Integrity:
+        """The session's row and event rows against their digests (schema 3), in one snapshot."""
+        self._ready()
+        with translate(session_id, self.where), self._read_view() as conn:
+            header = conn.execute(self._sql.header_digest, (session_id,)).fetchone()
+            if header is None:
+                raise SessionNotFoundError("session not found", session_id=session_id)
+            return check_rows(session_id, header, conn.execute(self._sql.row_digests, (session_id,)),
+                              torn_seq(torn), where=self.where)
 
     def _segments(self, conn: psycopg.Connection[Any], info: SessionInfo) -> list[tuple[str, int, int]]:
         """The referenced prefix of a fork as (session id, first seq, end seq) ranges, oldest first."""

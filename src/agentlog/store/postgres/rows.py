@@ -21,6 +21,7 @@ from agentlog.core.events import TURN_END, Event, surface_op_to_wire
 from agentlog.core.jsonvalue import dumps, loads
 from agentlog.errors import AgentlogError, SessionCorruptionError
 from agentlog.store.codec import SQLITE_MAX_BYTES, SQLITE_MAX_MEMBERS, decode_row, pack_chunk_runs
+from agentlog.store.integrity import row_digest
 
 __all__ = [
     "COMPRESS_AT",
@@ -84,14 +85,17 @@ def encode_rows(events: Sequence[Event]) -> list[Row]:
     return rows
 
 
-def encode_columns(events: Sequence[Event]) -> dict[str, list[Any]]:
-    """The batch's rows as one list per column (``seqs`` as array literals): the insert's parameters."""
+def encode_columns(session_id: str, events: Sequence[Event]) -> dict[str, list[Any]]:
+    """The batch's rows as one list per column (``seqs`` as array literals), with each row's
+    integrity digest (``store.integrity.row_digest`` of the session id and the row): the insert's
+    parameters."""
     rows = encode_rows(events)
     columns: dict[str, list[Any]] = {
         name: list(values) for name, values in zip(_PARAMS, zip(*rows, strict=True), strict=True)
     } if rows else {name: [] for name in _PARAMS}
     columns["seqs"] = [None if seqs is None else "{" + ",".join(map(str, seqs)) + "}"
                        for seqs in columns["seqs"]]
+    columns["digest"] = [row_digest((session_id, *row)) for row in rows]
     return columns
 
 

@@ -75,6 +75,10 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         "INSERT INTO {schema}.meta (schema_version, store_id) VALUES (0, %(store_id)s)",
     )),
     Migration(2, "search text of every message", (SEARCH_TABLE,), fill_index),
+    Migration(3, "an integrity digest per session and event row (NULL in rows stored before)", (
+        "ALTER TABLE {schema}.sessions ADD COLUMN digest bytea",
+        "ALTER TABLE {schema}.events ADD COLUMN digest bytea",
+    )),
 )
 """The schema's history. Append new migrations; never edit or reorder a released one."""
 
@@ -91,9 +95,10 @@ _ROW_COLUMNS: Final = ", ".join(ROW_COLUMNS)
 
 _UNNEST: Final = (
     "SELECT %(id)s, u.seq, u.type, u.time, u.data, u.data_zstd, u.seqs::bigint[], u.surface_op, u.op_first, "
-    "u.ignorable FROM unnest(%(seq)b::bigint[], %(type)b::text[], %(time)b::bigint[], %(data)b::text[], "
-    "%(data_zstd)b::bytea[], %(seqs)b::text[], %(surface_op)b::text[], %(op_first)b::boolean[], "
-    "%(ignorable)b::boolean[]) AS u(seq, type, time, data, data_zstd, seqs, surface_op, op_first, ignorable)"
+    "u.ignorable, u.digest FROM unnest(%(seq)b::bigint[], %(type)b::text[], %(time)b::bigint[], "
+    "%(data)b::text[], %(data_zstd)b::bytea[], %(seqs)b::text[], %(surface_op)b::text[], "
+    "%(op_first)b::boolean[], %(ignorable)b::boolean[], %(digest)b::bytea[]) "
+    "AS u(seq, type, time, data, data_zstd, seqs, surface_op, op_first, ignorable, digest)"
 )
 """A batch of rows as one array parameter per column (binary): one statement whatever its size."""
 
@@ -102,13 +107,13 @@ _TEMPLATES: Final = {
     "session": f"SELECT {_SESSION_COLUMNS} FROM {{schema}}.sessions WHERE id = %s",
     "sessions": f"SELECT {_SESSION_COLUMNS} FROM {{schema}}.sessions ORDER BY id",
     "exists": "SELECT 1 FROM {schema}.sessions WHERE id = %s",
-    "insert_session": f"INSERT INTO {{schema}}.sessions ({_SESSION_COLUMNS}) "
-                      "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-    "insert_rows": f"WITH inserted AS (INSERT INTO {{schema}}.events (session_id, {_ROW_COLUMNS}) {_UNNEST}) "
-                   f"{SEARCH_INSERT}",
+    "insert_session": f"INSERT INTO {{schema}}.sessions ({_SESSION_COLUMNS}, digest) "
+                      "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+    "insert_rows": f"WITH inserted AS (INSERT INTO {{schema}}.events (session_id, {_ROW_COLUMNS}, digest) "
+                   f"{_UNNEST}) {SEARCH_INSERT}",
     "append": "WITH advanced AS (UPDATE {schema}.sessions SET next_seq = %(end)s, revision = revision + 1 "
               "WHERE id = %(id)s AND next_seq = %(first)s AND incarnation = %(incarnation)s RETURNING 1), "
-              f"inserted AS (INSERT INTO {{schema}}.events (session_id, {_ROW_COLUMNS}) {_UNNEST} "
+              f"inserted AS (INSERT INTO {{schema}}.events (session_id, {_ROW_COLUMNS}, digest) {_UNNEST} "
               "WHERE EXISTS (SELECT FROM advanced)), "
               f"indexed AS ({SEARCH_INSERT} WHERE EXISTS (SELECT FROM advanced)) "
               "SELECT pg_notify(%(channel)s, %(end)s::text) FROM advanced",
@@ -127,6 +132,9 @@ _TEMPLATES: Final = {
               "WHERE id = %s",
     "children": "SELECT id FROM {schema}.sessions WHERE base_session = %s ORDER BY id",
     "delete": "DELETE FROM {schema}.sessions WHERE id = %s",
+    "header_digest": "SELECT id, version, created_at, cwd, parent_session, seed_length, origin, "
+                     "delegation_depth, agent_preset, extra, digest FROM {schema}.sessions WHERE id = %s",
+    "row_digests": f"SELECT {_ROW_COLUMNS}, digest FROM {{schema}}.events WHERE session_id = %s ORDER BY seq",
 }
 
 
@@ -154,6 +162,8 @@ class Statements:
         self.detach = rendered["detach"]
         self.children = rendered["children"]
         self.delete = rendered["delete"]
+        self.header_digest = rendered["header_digest"]
+        self.row_digests = rendered["row_digests"]
         self.migrations = tuple(
             (migration, tuple(sql.SQL(text).format(schema=name).as_string()
                               for text in migration.statements))

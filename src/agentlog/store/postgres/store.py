@@ -67,6 +67,7 @@ from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.group_commit import Pending, fail_all
 from agentlog.store.hooks import _State
 from agentlog.store.incarnation import new_incarnation
+from agentlog.store.integrity import row_digest
 from agentlog.store.postgres.errors import translate
 from agentlog.store.postgres.follow import afollow, follow
 from agentlog.store.postgres.locks import AdvisoryLocks, SessionLock, application_name
@@ -147,7 +148,7 @@ class PostgresStore(PostgresReads):
 
     def _insert(self, conn: psycopg.Connection[Any], session_id: str, events: Sequence[Event]) -> None:
         if events:
-            conn.execute(self._sql.insert_rows, {"id": session_id, **encode_columns(events),
+            conn.execute(self._sql.insert_rows, {"id": session_id, **encode_columns(session_id, events),
                                                  **search_columns(events)})
 
     def _append_batch(self, header: SessionHeader, events: Sequence[Event], *, materialize: bool) -> None:
@@ -182,7 +183,7 @@ class PostgresStore(PostgresReads):
 
     def _append_params(self, sid: str, events: Sequence[Event],
                        incarnation: uuid.UUID | None) -> dict[str, Any]:
-        return {"id": sid, **encode_columns(events), **search_columns(events),
+        return {"id": sid, **encode_columns(sid, events), **search_columns(events),
                 "first": events[0].seq, "end": events[-1].seq + 1,
                 "channel": self.channel(sid), "incarnation": incarnation}
 
@@ -235,7 +236,8 @@ class PostgresStore(PostgresReads):
         """Create the session's row with its first batch and notify, in one pipelined transaction."""
         with conn.pipeline(), conn.transaction():
             conn.execute(self._sql.insert_session,
-                         (*_header_values(header), None, 0, params["end"], params["incarnation"], 1))
+                         (*_header_values(header), None, 0, params["end"], params["incarnation"], 1,
+                          row_digest(_header_values(header))))
             conn.execute(self._sql.insert_rows, params)
             conn.execute(_NOTIFY, (params["channel"], str(params["end"])))
 
@@ -373,7 +375,8 @@ class PostgresStore(PostgresReads):
                     raise SessionCorruptionError(f"fork parent {parent!r} no longer holds {length} events",
                                                  session_id=sid)
                 conn.execute(self._sql.insert_session,
-                             (*_header_values(header), parent, length, length, incarnation, 1))
+                             (*_header_values(header), parent, length, length, incarnation, 1,
+                              row_digest(_header_values(header))))
 
         try:
             self._once_more_if_lost(sid, write)

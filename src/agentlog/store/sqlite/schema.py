@@ -1,10 +1,10 @@
 """The SQLite store's file and schema: identity, statements, path and schema checks, session rows.
 
-The file carries agentlog's own identity (application id ``0x41474C47`` "AGLG", user_version 2),
+The file carries agentlog's own identity (application id ``0x41474C47`` "AGLG", user_version 3),
 checked at open and inside every write transaction; every schema object is compared with the
-reference built from ``SCHEMA`` (an extra index or column is refused). Version 1 (no search
-index) is migrated by the first writer that opens it, in one transaction; readers read it as is.
-Statements are fixed text; values are always bound.
+reference built from ``SCHEMA`` (an extra index or column is refused). Versions 1 (no search
+index) and 2 (no row digests) are migrated by the first writer that opens them, in one
+transaction; readers read them as is. Statements are fixed text; values are always bound.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ __all__ = [
     "CORE_SCHEMA",
     "DSH_APPLICATION_ID",
     "JOURNAL_MODES",
-    "PREVIOUS_VERSION",
+    "DIGEST_SCHEMA",
+    "OLDER_VERSIONS",
     "SCHEMA",
     "USER_VERSION",
     "SessionInfo",
@@ -59,11 +60,12 @@ __all__ = [
 APPLICATION_ID: Final = 0x41474C47
 """``PRAGMA application_id`` of an agentlog database ("AGLG")."""
 
-USER_VERSION: Final = 2
-"""``PRAGMA user_version``: the schema version this build writes (2 added the search index)."""
+USER_VERSION: Final = 3
+"""``PRAGMA user_version``: the schema version this build writes (2 added the search index, 3 the
+integrity digest of every event and session row)."""
 
-PREVIOUS_VERSION: Final = 1
-"""The version before: read as is by readers, migrated by a writer when it opens the file."""
+OLDER_VERSIONS: Final = (1, 2)
+"""The versions before: read as is by readers, migrated by a writer when it opens the file."""
 
 DSH_APPLICATION_ID: Final = 0x44534850
 """DSH's application id ("DSHP"): its schema-17 files are refused with a clear message."""
@@ -114,8 +116,17 @@ CORE_SCHEMA: Final = (
 )
 """Schema version 1, one statement each."""
 
+DIGEST_SCHEMA: Final = (
+    "ALTER TABLE sessions ADD COLUMN digest BLOB",
+    "ALTER TABLE events ADD COLUMN digest BLOB",
+)
+"""Schema 3: ``store.integrity.row_digest`` of a session's header columns and of each event row
+(``store.sqlite.integrity``); NULL in rows written before it. Added as columns, also in a new file,
+so a migrated file's schema text is exactly a new one's."""
+
 SCHEMA: Final = (*CORE_SCHEMA, *SEARCH_SCHEMA)
-"""The schema (run in the transaction that stamps the identity), and ``FTS_SCHEMA`` when available."""
+"""Schema 2 (run in the transaction that stamps the identity, before ``FTS_SCHEMA`` when available
+and ``DIGEST_SCHEMA``)."""
 # -- statements (fixed text; values are always bound) ---------------------------------------------
 
 SESSION_COLUMNS: Final = (
@@ -132,7 +143,7 @@ _OBJECTS: Final = (
     "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
     "ORDER BY type, name"
 )
-_STAMP: Final = ("PRAGMA application_id = 1095191623", "PRAGMA user_version = 2")
+_STAMP: Final = ("PRAGMA application_id = 1095191623", "PRAGMA user_version = 3")
 SELECT_STORE_ID: Final = "SELECT store_id FROM store_identity WHERE singleton = 1"
 INSERT_STORE_ID: Final = "INSERT INTO store_identity (singleton, store_id) VALUES (1, ?)"
 SELECT_SESSION: Final = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"
@@ -141,8 +152,8 @@ LIST_SESSIONS: Final = f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY key"
 SESSION_EXISTS: Final = "SELECT 1 FROM sessions WHERE id = ?"
 INSERT_SESSION: Final = (
     "INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length, origin, "
-    "delegation_depth, agent_preset, extra, base_key, base_length, incarnation, revision) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"
+    "delegation_depth, agent_preset, extra, base_key, base_length, incarnation, digest, revision) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"
 )
 BUMP_REVISION: Final = "UPDATE sessions SET revision = revision + 1 WHERE key = ?"
 CLEAR_BASE: Final = "UPDATE sessions SET base_key = NULL, base_length = NULL WHERE key = ?"
@@ -162,7 +173,7 @@ PACKED_BEFORE: Final = (
 TAIL: Final = f"SELECT {ROW_COLUMNS} FROM events WHERE session = ? ORDER BY seq DESC LIMIT 2"
 INSERT_ROW: Final = (
     "INSERT INTO events (session, seq, type, time, data, source_event_seqs, surface_op, ignorable, "
-    "op_first) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "op_first, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 DELETE_ROWS_FROM: Final = "DELETE FROM events WHERE session = ? AND seq >= ?"
 
@@ -347,10 +358,12 @@ def _file_info(path: str) -> os.stat_result | None:
 
 
 def _schema(user_version: int, fts: bool) -> tuple[str, ...]:
-    """The statements of a schema version, with or without the FTS5 index."""
-    if user_version == PREVIOUS_VERSION:
+    """The statements of a schema version, with or without the FTS5 index (each version's are a
+    prefix of the next one's: a migration runs the difference)."""
+    if user_version == 1:
         return CORE_SCHEMA
-    return (*SCHEMA, *FTS_SCHEMA) if fts else SCHEMA
+    version_2 = (*SCHEMA, *FTS_SCHEMA) if fts else SCHEMA
+    return version_2 if user_version == 2 else (*version_2, *DIGEST_SCHEMA)
 
 
 @functools.cache
@@ -368,7 +381,7 @@ def _reference_objects(user_version: int, fts: bool) -> list[tuple[Any, ...]]:
 
 def search_index(conn: sqlite3.Connection) -> bool | None:
     """The database's search index: None (schema 1, none), False (``search_rows`` only) or True (FTS5)."""
-    if conn.execute("SELECT user_version FROM pragma_user_version").fetchone()[0] == PREVIOUS_VERSION:
+    if conn.execute("SELECT user_version FROM pragma_user_version").fetchone()[0] == 1:
         return None
     return conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'search_fts'").fetchone() is not None
 
@@ -400,12 +413,12 @@ def check_identity(conn: sqlite3.Connection, *, checked_cookie: int | None, file
     if application_id != APPLICATION_ID:
         raise StoreError(f"the database has application id {application_id}, not agentlog's "
                          f"{APPLICATION_ID}{when}: it belongs to another application", file=file)
-    if user_version != USER_VERSION and (mutation or user_version != PREVIOUS_VERSION):
+    if user_version != USER_VERSION and (mutation or user_version not in OLDER_VERSIONS):
         raise SessionFormatUnsupportedError(
             f"the database uses agentlog SQLite schema version {user_version}, which is incompatible "
             f"with this build ({USER_VERSION}){when}; "
             + ("it was written by a newer agentlog — upgrade agentlog" if user_version > USER_VERSION
-               else "this build migrates it when a writer opens it" if user_version == PREVIOUS_VERSION
+               else "this build migrates it when a writer opens it" if user_version in OLDER_VERSIONS
                else "this build ships no migration"), file=file)
     if cookie != checked_cookie and not _objects_match(conn, user_version, file):
         raise StoreError(f"the database lacks the required schema objects or has extra ones{when} "
@@ -452,22 +465,25 @@ def ensure_schema(conn: sqlite3.Connection, *, file: str | None, create: bool = 
             f"the database has an unversioned schema or application identity (application id "
             f"{application_id}, {len(objects)} schema objects): not an agentlog database",
             file=file)
-    if user_version == PREVIOUS_VERSION and application_id == APPLICATION_ID and create:
+    if user_version in OLDER_VERSIONS and application_id == APPLICATION_ID and create:
         _migrate(conn, file)
     return check_identity(conn, checked_cookie=None, file=file, mutation=False)
 
 
 def _migrate(conn: sqlite3.Connection, file: str | None) -> None:
-    """Schema 1 to 2 in one transaction: the search tables, filled from every stored message row."""
+    """Schema 1 or 2 to 3 in one transaction: (from 1) the search tables, filled from every stored
+    message row; the digest columns, NULL in the rows already stored (no digest is made up for
+    bytes this build did not write: ``verify`` names them unchecked)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         user_version, _, _ = conn.execute(_IDENTITY).fetchone()
-        if user_version == PREVIOUS_VERSION:  # another writer may have migrated it meanwhile
+        if user_version in OLDER_VERSIONS:  # another writer may have migrated it meanwhile
             check_identity(conn, checked_cookie=None, file=file, mutation=False)
-            fts = sqlite_search.fts5_available()
-            for statement in _schema(USER_VERSION, fts)[len(CORE_SCHEMA):]:
+            fts = sqlite_search.fts5_available() if user_version == 1 else bool(search_index(conn))
+            for statement in _schema(USER_VERSION, fts)[len(_schema(user_version, fts)):]:
                 conn.execute(statement)
-            fill_index(conn, fts)
+            if user_version == 1:
+                fill_index(conn, fts)
             conn.execute(_STAMP[1])
         conn.execute("COMMIT")
     except BaseException:

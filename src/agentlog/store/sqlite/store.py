@@ -67,8 +67,10 @@ from agentlog.store.filelock import discard_lock_file, flock_holder, lock_in_pro
 from agentlog.store.group_commit import Pending, fail_all
 from agentlog.store.hooks import _State
 from agentlog.store.incarnation import new_incarnation, stored_at
-from agentlog.store.records import Listing, Snapshot, StoredLog, Unreadable, WriterLock
+from agentlog.store.integrity import Integrity, torn_seq
+from agentlog.store.records import Listing, Recovery, Snapshot, StoredLog, Unreadable, WriterLock
 from agentlog.store.sqlite.connection import SqliteConnection
+from agentlog.store.sqlite.integrity import check_session, digested_rows, header_digest
 from agentlog.store.sqlite.rows import (
     CORRUPT,
     Segment,
@@ -259,6 +261,10 @@ class SqliteStore(SqliteConnection):
         return StoredLog(info.header, events, self._revision(info),
                          writers=fork_writers(segments, info.start, session_id))
 
+    def _check_integrity(self, session_id: str, torn: Recovery | None) -> Integrity:
+        with self._reading(session_id) as conn:
+            return check_session(conn, session_id, self._file or str(self.path), torn_seq(torn))
+
     def _stored_exists(self, session_id: str) -> bool:
         with self._reading(session_id) as conn:
             return conn.execute(SESSION_EXISTS, (session_id,)).fetchone() is not None
@@ -307,8 +313,9 @@ class SqliteStore(SqliteConnection):
                         base_key: int | None = None, base_length: int | None = None) -> int:
         if conn.execute(SESSION_EXISTS, (header.id,)).fetchone() is not None:
             raise SessionExistsError("session already has a persisted log", session_id=header.id)
-        cursor = conn.execute(INSERT_SESSION, (*header_values(header), base_key, base_length,
-                                                str(new_incarnation())))
+        values = header_values(header)
+        cursor = conn.execute(INSERT_SESSION, (*values, base_key, base_length, str(new_incarnation()),
+                                                header_digest(values)))
         key = cursor.lastrowid
         assert key is not None
         return key
@@ -361,7 +368,7 @@ class SqliteStore(SqliteConnection):
             raise ConcurrentWriterError(
                 f"append seq mismatch: stored next seq is {next_seq}, batch starts at {events[0].seq} "
                 "(another writer appended first)", session_id=sid, seq=events[0].seq)
-        conn.executemany(INSERT_ROW, [(key, *row) for row in rows])
+        conn.executemany(INSERT_ROW, digested_rows(key, sid, rows))
         index_events(conn, key, events, bool(self._fts))
         conn.execute(BUMP_REVISION, (key,))
 
@@ -390,7 +397,7 @@ class SqliteStore(SqliteConnection):
                 raise ConcurrentWriterError(
                     f"repair is stale: closer starts at seq {events[0].seq}, but the stored log continues at "
                     f"seq {next_seq}", session_id=sid, seq=events[0].seq)
-            conn.executemany(INSERT_ROW, [(info.key, *row) for row in rows])
+            conn.executemany(INSERT_ROW, digested_rows(info.key, sid, rows))
             index_events(conn, info.key, events, bool(self._fts))
             conn.execute(BUMP_REVISION, (info.key,))
 
@@ -430,7 +437,7 @@ class SqliteStore(SqliteConnection):
                 # The copy holds the prefix as its writers' sessions read it (legacy ids named after them).
                 writers = fork_writers(segments, info.start, session_id)
                 copied = resolve_entries(current_log(session_id, events, writers))
-                conn.executemany(INSERT_ROW, [(info.key, *row) for row in encode_rows(copied)])
+                conn.executemany(INSERT_ROW, digested_rows(info.key, session_id, encode_rows(copied)))
                 index_events(conn, info.key, copied, bool(self._fts))
                 conn.execute(CLEAR_BASE, (info.key,))
                 conn.execute(BUMP_REVISION, (info.key,))
