@@ -67,3 +67,10 @@ def test_four_slashes_name_the_same_absolute_path(tmp_path: Path, scheme: str) -
     assert (tmp_path / name).exists()
     with open_store(f"{scheme}://{tmp_path / name}", create=False) as three:
         assert [header.id for header in three.list()] == ["s"]
+
+
+def test_a_url_that_does_not_parse_is_refused_naming_it() -> None:
+    """``jsonl://\x1b[31m...`` reads as an unclosed IPv6 host: urlsplit's bare ValueError named nothing."""
+    with pytest.raises(UsageError, match="not a store URL") as refused:
+        open_store("jsonl://\x1b[31mevil/y")
+    assert "\\x1b[31mevil/y" in str(refused.value) and "\x1b" not in str(refused.value)  # named, escaped

@@ -49,7 +49,10 @@ def open_store(url: str, *, create: bool = True) -> Store:
     - ``memory:``: in-process only;
     - every scheme accepts ``?write_delay_ms=N`` (the write-behind window, default 200).
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unclosed "[" reads as an IPv6 host
+        raise UsageError(f"{url!r} is not a store URL ({exc})") from None
     scheme = parts.scheme.lower()
     if not scheme or (len(scheme) == 1 and os.name == "nt"):
         scheme, path = "jsonl", url
