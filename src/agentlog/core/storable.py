@@ -37,6 +37,7 @@ __all__ = [
     "check_appendable",
     "check_turn_start",
     "first_legacy",
+    "identified",
     "is_current",
     "refuse_retired",
     "refuse_unknown",
@@ -152,9 +153,9 @@ def is_current(event: Event) -> bool:
     if kind == TURN_START:
         return not (isinstance(data, dict) and "trigger" in data)
     if kind == USER_MESSAGE:
-        return _identified(data)
+        return identified(data)
     if kind in (ASSISTANT_MESSAGE, TOOL_RESULT):
-        return isinstance(data, dict) and _identified(data.get("message"))
+        return isinstance(data, dict) and identified(data.get("message"))
     return kind != LEGACY_STEERING
 
 
@@ -174,7 +175,8 @@ def _current_turn_end(data: Any) -> bool:
     return kind not in _REWRITTEN_REASONS  # the reason union is open: other kinds are current
 
 
-def _identified(message: Any) -> bool:
+def identified(message: Any) -> bool:
+    """A message object with a non-empty string ``id`` (messages have had ids since the react loop)."""
     if not isinstance(message, dict):
         return False
     ident = message.get("id")

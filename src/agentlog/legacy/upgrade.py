@@ -35,7 +35,7 @@ from agentlog.core.events import (
 )
 from agentlog.core.jsonvalue import freeze
 from agentlog.core.packed import ChunkRun, LogEntry
-from agentlog.core.storable import EXAMINED_TYPES, is_current
+from agentlog.core.storable import EXAMINED_TYPES, identified, is_current
 from agentlog.errors import InvalidEventError
 
 __all__ = [
@@ -280,11 +280,11 @@ def _upgrade_message(session_id: str, event: Event, prior: Sequence[LogEntry], c
     if not isinstance(data, dict):
         _unidentified(session_id, event)
     if kind == USER_MESSAGE:
-        if _identified(data):
+        if identified(data):
             return event
         if _is_legacy_user_message(data):
             return _with_data(event, {**data, "id": legacy_message_id(session_id, event[1]), "role": "user"})
-    elif _identified(data.get("message")):
+    elif identified(data.get("message")):
         return event
     elif kind == ASSISTANT_MESSAGE:
         if "message" not in data and "content" in data and "provenance" in data:
@@ -296,13 +296,6 @@ def _upgrade_message(session_id: str, event: Event, prior: Sequence[LogEntry], c
         if ident is not None:
             return _with_data(event, _tool_result_data(data, ident))
     _unidentified(session_id, event)
-
-
-def _identified(message: Any) -> bool:
-    if not isinstance(message, dict):
-        return False
-    ident = message.get("id")
-    return type(ident) is str and ident != ""
 
 
 def _unidentified(session_id: str, event: Event) -> NoReturn:
