@@ -21,7 +21,7 @@ from agentlog.errors import UsageError
 from agentlog.ops.redact import _named_secret, find_secrets
 
 __all__ = [
-    "KEPT_HEADER_FIELDS", "Matcher", "ScrubbedLog", "Secrets", "found_secrets", "marker", "scrub_log",
+    "KEPT_HEADER_FIELDS", "Matcher", "ScrubbedLog", "Secrets", "found_secrets", "marker", "scrub_log", "scrub_text",
     "stream_pieces",
 ]
 
@@ -180,6 +180,11 @@ class _Scrubber:
             kept.append(joined[cursor:end])
             out.append("".join(kept))
         return out
+
+
+def scrub_text(matcher: Matcher, text: str) -> str:
+    """``text`` with every secret the matcher finds replaced by its marker."""
+    return _Scrubber(matcher, {}).text(text)
 
 
 def stream_pieces(events: Sequence[Event], until: int | None = None) -> list[list[tuple[int, str, str]]]:

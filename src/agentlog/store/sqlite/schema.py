@@ -124,6 +124,20 @@ DIGEST_SCHEMA: Final = (
 (``store.sqlite.integrity``); NULL in rows written before it. Added as columns, also in a new file,
 so a migrated file's schema text is exactly a new one's."""
 
+SCRUB_SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS scrub_key (
+  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+  key BLOB NOT NULL
+) STRICT""",
+    """CREATE TABLE IF NOT EXISTS scrub_journal (
+  id INTEGER PRIMARY KEY,
+  session TEXT NOT NULL,
+  record TEXT NOT NULL
+) STRICT""",
+)
+"""The scrub journal and its key (``store.sqlite.scrub``): created by the first ``agentlog scrub``,
+in any schema version; a database without them is as correct as one with them."""
+
 SCHEMA: Final = (*CORE_SCHEMA, *SEARCH_SCHEMA)
 """Schema 2 (run in the transaction that stamps the identity, before ``FTS_SCHEMA`` when available
 and ``DIGEST_SCHEMA``)."""
@@ -392,7 +406,23 @@ def _objects_match(conn: sqlite3.Connection, user_version: int, file: str | None
     if fts and not sqlite_search.fts5_available():
         raise StoreError("the database has a full-text search index (FTS5), but this Python's sqlite3 "
                          "module lacks FTS5: use a Python whose SQLite has FTS5", file=file)
+    scrubbing = _scrub_objects()
+    if all(row in objects for row in scrubbing):
+        objects = [row for row in objects if row not in scrubbing]
     return objects == _reference_objects(user_version, fts)
+
+
+@functools.cache
+def _scrub_objects() -> list[tuple[Any, ...]]:
+    """The schema objects ``SCRUB_SCHEMA`` makes (tolerated together, never one without the other)."""
+    scratch = sqlite3.connect(":memory:")
+    try:
+        for statement in SCRUB_SCHEMA:
+            scratch.execute(statement)
+        rows = scratch.execute(_OBJECTS).fetchall()
+    finally:
+        scratch.close()
+    return [tuple(_normalized(part) for part in row) for row in rows]
 
 
 def check_identity(conn: sqlite3.Connection, *, checked_cookie: int | None, file: str | None,
