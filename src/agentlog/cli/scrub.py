@@ -52,7 +52,7 @@ def scrub(state: State, session_ids: tuple[str, ...], secret_from_audit: bool, p
     secrets = Secrets.of(_literals(text_file), patterns)
     if not secrets and not secret_from_audit:
         raise UsageError("name what to scrub: --secret-from-audit, --pattern REGEX or --text-file FILE")
-    with state.store(create=False) as store:
+    with state.store(create=not dry_run) as store:
         report = run(store, list(session_ids), secrets, from_audit=secret_from_audit, dry_run=dry_run)
     if as_json:
         print_json(report.to_json())

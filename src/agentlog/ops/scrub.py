@@ -21,7 +21,9 @@ from agentlog.store.base import Store
 from agentlog.store.scrubbing import ScrubBackend, keyed_hash
 from agentlog.version import __version__
 
-__all__ = ["ScrubReport", "SessionScrub", "backend_for", "scrub", "scrub_journal", "scrub_scope"]
+__all__ = [
+    "ScrubReport", "SessionScrub", "backend_for", "scrub", "scrub_journal", "scrub_scope", "secret_locations", "shown",
+]
 
 
 @dataclass(slots=True)
@@ -182,3 +184,25 @@ def _entry(sid: str, scope: tuple[int | None, str], log: ScrubbedLog) -> Session
     for label, count in log.removed.values():
         removed[label] = removed.get(label, 0) + count
     return SessionScrub(sid, scope[0], scope[1], log.changed, log.header_changed, removed, log.kept)
+
+
+def shown(value: str, kind: str) -> str:
+    """A secret as a report may show it: its kind and length, and its first 4 characters when it is
+    long enough (16 or more) that they give nothing away, as key dashboards show keys."""
+    head = f"{value[:4]}…" if len(value) >= 16 else ""
+    return f"{head}[REDACTED:{kind}] ({len(value)} chars)"
+
+
+def secret_locations(store: Store, session_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Per secret the audit finds in the sessions and their forks (the scrub's scope): where it occurs,
+    so the user knows what to rotate. The secret is shown redacted, never in clear."""
+    scope = scrub_scope(store.list(), session_ids)
+    where: dict[str, tuple[str, dict[str, set[int | None]]]] = {}
+    for sid in sorted(scope):
+        stored = store.inspect(sid)
+        for value, (kind, seqs) in found_secrets(stored.header, list(stored.events)).items():
+            where.setdefault(value, (kind, {}))[1].setdefault(sid, set()).update(seqs)
+    return [{"secret": shown(value, kind), "kind": kind,
+             "sessions": [{"id": sid, "header": None in seqs, "seqs": sorted(seq for seq in seqs if seq is not None)}
+                          for sid, seqs in sorted(sessions.items())]}
+            for value, (kind, sessions) in sorted(where.items(), key=lambda item: (item[1][0], shown(*item)))]

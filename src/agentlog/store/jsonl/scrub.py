@@ -3,8 +3,8 @@
 Under the writer lock the scrubbed transcript is written to ``<transcript>.<12 hex>.tmp`` in the
 same directory, fsynced and renamed over the old one (until the rename the old transcript is the
 valid one; a temp a SIGKILL leaves is removed by the next holder of the writer lock); then the
-seek sidecar is rewritten for the new bytes, the checkpoint sidecar (it holds the surface, hence
-the text) removed, and the side files of cut torn tails rewritten scrubbed. The journal is
+seek sidecar is written for the new bytes (both sidecars are removed before the rename: the
+checkpoint holds the old surface, hence the text; it is written again by the next load), and the side files of cut torn tails rewritten scrubbed. The journal is
 ``<transcript>.scrubs`` (JSON lines, fsynced); the key is ``<root>/.agentlog/scrub.key`` (0600).
 """
 
@@ -28,6 +28,7 @@ from agentlog.store.jsonl.checkpoint import checkpoint_path
 from agentlog.store.jsonl.format import SHARED_PREFIX_KEY, first_stored_seq
 from agentlog.store.jsonl.forks import is_shared
 from agentlog.store.jsonl.leftovers import TORN_COPY_INFIX
+from agentlog.store.jsonl.seek import SeekIndex
 from agentlog.store.jsonl.store import JsonlStore
 from agentlog.store.scrubbing import ScrubBackend
 
@@ -95,6 +96,11 @@ class JsonlScrub(ScrubBackend):
         own = list(events[first:])
         content = head + (store._encode(own) if own else b"")
         temp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
+        for sidecar in (checkpoint_path(path), SeekIndex.path_of(path)):
+            # Both name the old bytes (the checkpoint holds their surface, hence the text): gone
+            # before the rename, a kill after it leaves a transcript with no digests, never wrong ones.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(sidecar)
         try:
             fs.write_new(temp, content)
             fs.replace(temp, str(path))  # the point of no return: before it the old transcript stands
@@ -107,8 +113,6 @@ class JsonlScrub(ScrubBackend):
             store._forget(session_id)
             store._saw_end(session_id, 0, None)
         store._seek.published(path, first, len(head), content)  # digests of the new bytes
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(checkpoint_path(path))  # it holds the old surface; the next load writes it again
         notes = [f"{side.name}: rewritten scrubbed" for side in self._side_files(path)
                  if self.text_scrubber is not None and scrub_side_file(side, self.text_scrubber)]
         _append_line(Path(f"{path}{JOURNAL_SUFFIX}"), dumps(record) + b"\n")
@@ -127,19 +131,20 @@ def _shared(header: SessionHeader) -> SessionHeader:
 
 
 def scrub_side_file(path: Path, scrub: Callable[[str], str]) -> bool:
-    """Rewrite a cut torn tail's copy with ``scrub`` applied to its text (zstd frames decoded as far
-    as they go, and written back as one frame); True when it changed. Atomic like the transcript."""
+    """Rewrite a cut torn tail's copy with ``scrub`` applied to its text; True when it changed.
+
+    Zstd frames are decoded as far as they go and written back as one frame; bytes past what
+    decodes (a cut frame) are scrubbed as they are, as text. Atomic like the transcript."""
     data = path.read_bytes()
     compressed = data[:4] == b"\x28\xb5\x2f\xfd"
-    text = _decoded(data) if compressed else data
-    plain = text.decode("utf-8", "surrogateescape")
-    scrubbed = scrub(plain)
-    if scrubbed == plain and (not compressed or text == zstandard.ZstdDecompressor().decompressobj()
-                              .decompress(data)):
+    text, rest = _decoded(data) if compressed else (data, b"")
+    plain, raw = (part.decode("utf-8", "surrogateescape") for part in (text, rest))
+    scrubbed, scrubbed_raw = scrub(plain), scrub(raw)
+    if scrubbed == plain and scrubbed_raw == raw:
         return False
     out = scrubbed.encode("utf-8", "surrogateescape")
     if compressed:
-        out = zstandard.ZstdCompressor().compress(out)
+        out = zstandard.ZstdCompressor().compress(out) + scrubbed_raw.encode("utf-8", "surrogateescape")
     temp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -151,20 +156,21 @@ def scrub_side_file(path: Path, scrub: Callable[[str], str]) -> bool:
     return True
 
 
-def _decoded(data: bytes) -> bytes:
-    """What a run of (possibly cut) zstd frames decodes to, as far as it decodes."""
+def _decoded(data: bytes) -> tuple[bytes, bytes]:
+    """What the complete zstd frames at the start of ``data`` decode to, and the bytes after them."""
     out: list[bytes] = []
     rest = data
     while rest:
         decoder = zstandard.ZstdDecompressor().decompressobj()
         try:
-            out.append(decoder.decompress(rest))
+            plain = decoder.decompress(rest)
         except zstandard.ZstdError:
             break
-        rest = decoder.unused_data
         if not decoder.eof:
             break
-    return b"".join(out)
+        out.append(plain)
+        rest = decoder.unused_data
+    return b"".join(out), rest
 
 
 def _append_line(path: Path, line: bytes) -> None:
