@@ -27,8 +27,8 @@ def record(store: Store, session_id: str, *, turns: int = 3, compact: bool = Tru
                 step.request_header({"config": {"provider": "openai", "model": "gpt-4o",
                                                 "headers": {"Authorization": f"Bearer {secret}"}}})
                 half = len(secret) // 2
-                for delta in ("I will call with ", secret[:5], secret[5:half], secret[half:], f" and {OTHER[:4]}",
-                              f"{OTHER[4:]} now."):
+                for delta in ("I will call with ", secret[:5], secret[5:half], secret[half:],
+                              f" and {OTHER[:4]}", f"{OTHER[4:]} now."):
                     step.text_delta(delta)
                 args = f'{{"cmd": "curl -H key:{secret}"}}'
                 step.tool_call_delta("call-1", "run", args[:20])

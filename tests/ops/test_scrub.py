@@ -17,22 +17,46 @@ from agentlog import Recorder
 from agentlog.cli.main import cli
 from agentlog.errors import SessionLockedError
 from agentlog.ops.scrub import scrub, scrub_journal, secret_locations
-from agentlog.ops.search import search_store as search
 from agentlog.ops.scrub_text import Secrets
+from agentlog.ops.search import search_store as search
 from agentlog.store.base import Store
 from agentlog.store.urls import open_store
 from tests.dsh_reader import read_dsh_file
 from tests.ops.scrub_sessions import OTHER, SECRET, record
+from tests.store.pg_worker import Schema
 
 URLS = {"jsonl-raw": "jsonl://{root}?compression=none", "jsonl-zstd": "jsonl://{root}",
-        "sqlite": "sqlite://{root}/sessions.db"}
+        "sqlite": "sqlite://{root}/sessions.db", "postgres": ""}
+_SCHEMAS: dict[str, Schema] = {}
 
 
 @pytest.fixture(params=sorted(URLS))
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "postgres":
+        schema = Schema.new()
+        _SCHEMAS[schema.url] = schema
+        yield schema.url
+        schema.drop()
+        return
     root = tmp_path / "store"
     root.mkdir(mode=0o700)
-    return URLS[request.param].format(root=root)
+    yield URLS[request.param].format(root=root)
+
+
+def _rows_holding(schema: Schema, secret: str) -> list[str]:
+    """Every row of every table of the schema that holds ``secret`` (zstd-compressed data decoded)."""
+    import zstandard
+
+    found = []
+    for (table,) in schema.sql("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema.name,)):
+        for (row,) in schema.sql(f'SELECT to_jsonb(t)::text FROM {{s}}."{table}" AS t'):
+            if secret in row:
+                found.append(f"{table}: {row[:80]}")
+        if table == "events":
+            for (blob,) in schema.sql("SELECT data_zstd FROM {s}.events WHERE data_zstd IS NOT NULL"):
+                if secret.encode() in zstandard.ZstdDecompressor().decompress(blob):
+                    found.append("events.data_zstd")
+    return found
 
 
 def _family(store: Store) -> None:
@@ -47,12 +71,16 @@ def _family(store: Store) -> None:
 
 
 def _files(url: str) -> Iterator[Path]:
+    if url in _SCHEMAS:
+        return
     root = Path(url.split("://", 1)[1].split("?")[0])
     root = root if root.is_dir() else root.parent
     yield from (path for path in root.rglob("*") if path.is_file())
 
 
 def _holding(url: str, *secrets: str) -> list[str]:
+    if url in _SCHEMAS:
+        return [row for secret in secrets for row in _rows_holding(_SCHEMAS[url], secret)]
     return [str(path) for path in _files(url) for secret in secrets
             if secret.encode() in path.read_bytes()]
 
@@ -66,6 +94,9 @@ def test_scrubbing_a_fork_scrubs_every_file_and_keeps_the_log_valid(url: str) ->
     with open_store(url) as store:
         _family(store)
         counts = {sid: len(store.inspect(sid).events) for sid in ("p", "c")}
+    if not url.startswith("jsonl://") or "compression=none" in url:  # zstd frames hide it from a byte scan
+        assert _holding(url, SECRET, OTHER)
+    with open_store(url) as store:
         assert search(store, SECRET[:12]).hits  # the index holds it before
         report = scrub(store, ["c"], Secrets.of([(SECRET, "key")], ["hunter2-[a-z0-9-]+"]))
         by_id = {entry.session_id: entry for entry in report.sessions}
@@ -129,12 +160,11 @@ def test_the_cli_dry_run_then_scrub_then_verify(url: str, tmp_path: Path) -> Non
     secrets = tmp_path / "secrets.txt"
     secrets.write_text(f"{OTHER}\n\n")
     runner = CliRunner()
-    dry = runner.invoke(cli, ["--store", url, "scrub", "p", "--secret-from-audit", "--text-file", str(secrets),
-                              "--dry-run"])
+    command = ["--store", url, "scrub", "p", "--secret-from-audit", "--text-file", str(secrets)]
+    dry = runner.invoke(cli, [*command, "--dry-run"])
     assert dry.exit_code == 0 and "would scrub" in dry.output and "nothing written" in dry.output
     assert _stored_holds(url, SECRET) and _stored_holds(url, OTHER)
-    done = runner.invoke(cli, ["--store", url, "scrub", "p", "--secret-from-audit", "--text-file", str(secrets),
-                               "--json"])
+    done = runner.invoke(cli, [*command, "--json"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.output)["sessions"][0]["removed"] == {"openai-key": 23, "text": 12}
     assert _holding(url, SECRET, OTHER) == []
@@ -178,7 +208,8 @@ def test_a_sigkill_during_the_rewrite_leaves_the_old_or_the_new_session(tmp_path
     assert _holding(url, SECRET) == []
     assert not [path for path in _files(url) if path.name.endswith(".tmp")]
     if True:
-        transcript = next(path for path in _files(url) if path.name.startswith("session.jsonl") and path.suffix in (".jsonl", ".zstd"))
+        names = ("session.jsonl", "session.jsonl.zstd")
+        transcript = next(path for path in _files(url) if path.name in names)
         assert len(read_dsh_file(transcript).events()) == count  # DSH's reader reads it
 
 

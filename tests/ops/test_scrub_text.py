@@ -3,6 +3,7 @@ split; text without it is unchanged byte for byte; seqs, types and the surface's
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ _TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_siz
 def _stream(secret: str, before: str, after: str, cuts: list[int]) -> tuple[str, list[str]]:
     whole = before + secret + after
     points = sorted({min(cut, len(whole)) for cut in cuts} | {0, len(whole)})
-    return whole, [whole[a:b] for a, b in zip(points, points[1:], strict=False)] or [""]
+    return whole, [whole[a:b] for a, b in itertools.pairwise(points)] or [""]
 
 
 def _session(pieces: list[str], text: str, extra: dict[str, Any] | None = None) -> Session:
@@ -46,7 +47,8 @@ def _bytes(session_events: list[Any], header: SessionHeader) -> bytes:
 
 @settings(max_examples=60, deadline=None)
 @given(secret=_SECRETS, before=_TEXT, after=_TEXT, cuts=st.lists(st.integers(0, 80), max_size=8))
-def test_a_secret_split_anywhere_never_survives(secret: str, before: str, after: str, cuts: list[int]) -> None:
+def test_a_secret_split_anywhere_never_survives(secret: str, before: str, after: str,
+                                                cuts: list[int]) -> None:
     whole, pieces = _stream(secret, before, after, cuts)
     session = _session(pieces, whole, {"meta": whole})
     out = scrub_log(session.header, list(session.events), Secrets.of([(secret, "planted")]))
@@ -77,7 +79,8 @@ def test_every_place_of_a_recorded_session_is_scrubbed() -> None:
     stored = store.inspect("a")
     before = _bytes(list(stored.events), stored.header)
     assert SECRET.encode() in before and OTHER.encode() in before
-    out = scrub_log(stored.header, list(stored.events), Secrets.of([(SECRET, "key")], [r"hunter2-[a-z0-9-]+"]))
+    secrets = Secrets.of([(SECRET, "key")], [r"hunter2-[a-z0-9-]+"])
+    out = scrub_log(stored.header, list(stored.events), secrets)
     after = _bytes(out.events, out.header)
     assert SECRET.encode() not in after and OTHER.encode() not in after
     assert b"[SCRUBBED:key]" in after and b"[SCRUBBED:pattern-1]" in after
@@ -86,7 +89,8 @@ def test_every_place_of_a_recorded_session_is_scrubbed() -> None:
     assert {"user/message", "assistant/chunk", "assistant/message", "tool/call", "tool/result",
             "request/header", "compaction/summary"} <= types
     restored = Session.restore("a", out.events, out.header)
-    assert len(restored.derive_messages()) == len(Session.restore("a", stored.events, stored.header).derive_messages())
+    original = Session.restore("a", stored.events, stored.header)
+    assert [m["role"] for m in restored.derive_messages()] == [m["role"] for m in original.derive_messages()]
 
 
 def test_until_leaves_later_events_alone() -> None:

@@ -8,7 +8,20 @@ import click
 import orjson
 from rich.table import Table
 
-from agentlog.cli import audit, chat, export, importing, lineage, scrub, search, serve, sessions, stats, tail, upkeep
+from agentlog.cli import (
+    audit,
+    chat,
+    export,
+    importing,
+    lineage,
+    scrub,
+    search,
+    serve,
+    sessions,
+    stats,
+    tail,
+    upkeep,
+)
 from agentlog.cli.app import State, cli, handled
 from agentlog.cli.render import console, plural, print_json, safe, summary, visible
 from agentlog.store.urls import default_store_url

@@ -29,7 +29,8 @@ def _literals(path: Path | None) -> list[tuple[str, str]]:
               help="Scrub every match of this Python regular expression (repeatable).")
 @click.option("--text-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Scrub every occurrence of each line of this file (one literal a line).")
-@click.option("--dry-run", is_flag=True, help="List what would change (sessions, seqs, counts); write nothing.")
+@click.option("--dry-run", is_flag=True,
+              help="List what would change (sessions, seqs, counts); write nothing.")
 @json_option
 @click.pass_obj
 @handled
@@ -63,12 +64,14 @@ def scrub(state: State, session_ids: tuple[str, ...], secret_from_audit: bool, p
             console.print(f"{visible(entry.session_id)}: nothing to scrub ({visible(entry.why)})")
             continue
         removed = ", ".join(f"{count} {visible(label)}" for label, count in sorted(entry.removed.items()))
-        where = "" if not entry.seqs else f" in {plural(len(entry.seqs), 'event')} (seq {_ranges(entry.seqs)})"
+        where = "" if not entry.seqs else (f" in {plural(len(entry.seqs), 'event')} "
+                                           f"(seq {_ranges(entry.seqs)})")
         header = " and the header" if entry.header else ""
         console.print(f"{visible(entry.session_id)}: {verb} {removed}{where}{header}"
                       + ("" if entry.why == "named" else f" ({visible(entry.why)})"))
         for name in entry.kept:
-            console.print(f"  not removable: the header's {name} holds a secret (it names the session's place)")
+            console.print(f"  not removable: the header's {name} holds a secret "
+                          "(it names the session's place)")
         for note in entry.notes:
             console.print(f"  {visible(note)}")
     for note in report.notes:

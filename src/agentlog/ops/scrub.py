@@ -22,7 +22,8 @@ from agentlog.store.scrubbing import ScrubBackend, keyed_hash
 from agentlog.version import __version__
 
 __all__ = [
-    "ScrubReport", "SessionScrub", "backend_for", "scrub", "scrub_journal", "scrub_scope", "secret_locations", "shown",
+    "ScrubReport", "SessionScrub", "backend_for", "scrub", "scrub_journal", "scrub_scope", "secret_locations",
+    "shown",
 ]
 
 
@@ -79,12 +80,14 @@ def backend_for(store: Store) -> ScrubBackend:
 
         return SqliteScrub(store)
     if store.name == "postgres":
-        raise UsageError("scrub of a PostgreSQL store is not built yet (JSONL and SQLite are): "
-                         "export the sessions with --redact, or delete them")
+        from agentlog.store.postgres.scrub import PostgresScrub
+
+        return PostgresScrub(store)
     raise UsageError(f"scrub rewrites stored sessions; the {store.name} store keeps none it could rewrite")
 
 
-def scrub_scope(headers: Sequence[SessionHeader], session_ids: Sequence[str]) -> dict[str, tuple[int | None, str]]:
+def scrub_scope(headers: Sequence[SessionHeader],
+                session_ids: Sequence[str]) -> dict[str, tuple[int | None, str]]:
     """Session id -> (scrub events below this seq, None: all; why it is in scope)."""
     by_id = {header.id: header for header in headers}
     children: dict[str, list[SessionHeader]] = {}
@@ -100,7 +103,8 @@ def scrub_scope(headers: Sequence[SessionHeader], session_ids: Sequence[str]) ->
         header = by_id[sid]
         while header.parent_session in by_id and header.seed_length is not None:  # the prefix it inherits
             parent = by_id[header.parent_session]
-            pending.append((parent.id, header.seed_length, f"the prefix {sid} inherits (seq 0..{header.seed_length - 1})"))
+            inherited = f"the prefix {sid} inherits (seq 0..{header.seed_length - 1})"
+            pending.append((parent.id, header.seed_length, inherited))
             header = parent
     while pending:
         sid, until, why = pending.pop()
@@ -109,9 +113,9 @@ def scrub_scope(headers: Sequence[SessionHeader], session_ids: Sequence[str]) ->
             continue
         scope[sid] = (until, why if known is None or known[1] != "named" else "named")
         for child in children.get(sid, []):
-            seed = child.seed_length or 0
-            pending.append((child.id, None if until is None else min(until, seed),
-                            f"a fork of {sid}" if until is None else f"shares seq 0..{min(until, seed) - 1} of {sid}"))
+            shared = None if until is None else min(until, child.seed_length or 0)
+            pending.append((child.id, shared,
+                            f"a fork of {sid}" if shared is None else f"shares seq 0..{shared - 1} of {sid}"))
     return scope
 
 
@@ -129,7 +133,8 @@ def scrub(store: Store, session_ids: Sequence[str], secrets: Secrets, *, from_au
         found: dict[str, str] = {}
         for sid in session_ids:
             stored = store.inspect(sid)
-            found.update({value: kind for value, (kind, _) in found_secrets(stored.header, list(stored.events)).items()})
+            finds = found_secrets(stored.header, list(stored.events))
+            found.update({value: kind for value, (kind, _) in finds.items()})
         secrets = Secrets((*secrets.literals, *sorted(found.items())), secrets.patterns)
     matcher = Matcher(secrets)
     report = ScrubReport(dry_run, caveats=backend.caveats)
@@ -137,7 +142,8 @@ def scrub(store: Store, session_ids: Sequence[str], secrets: Secrets, *, from_au
         report.sessions = [SessionScrub(sid, *scope[sid]) for sid in order]
         return report
     if dry_run:
-        report.sessions = [_entry(sid, scope[sid], _plan(store, sid, scope[sid][0], matcher)[1]) for sid in order]
+        report.sessions = [_entry(sid, scope[sid], _plan(store, sid, scope[sid][0], matcher)[1])
+                           for sid in order]
         return report
     key = backend.key()
     with backend.locked(order):
@@ -147,14 +153,14 @@ def scrub(store: Store, session_ids: Sequence[str], secrets: Secrets, *, from_au
             if stored.recovery is not None:
                 raise ConcurrentWriterError("the session changed since it was repaired (another writer?): "
                                             "run the scrub again", session_id=sid)
-            Session.restore(sid, log.events, log.header)  # the scrubbed log is a valid log, or nothing is written
+            Session.restore(sid, log.events, log.header)  # a valid log, or nothing is written
             plans.append((sid, log))
         for sid, log in plans:
             entry = _entry(sid, scope[sid], log)
             report.sessions.append(entry)
             if entry.changed:
-                record = {"at": now_ms(), "by": f"agentlog {__version__}", "why": entry.why, "until": entry.until,
-                          "seqs": entry.seqs, "header": entry.header,
+                record = {"at": now_ms(), "by": f"agentlog {__version__}", "why": entry.why,
+                          "until": entry.until, "seqs": entry.seqs, "header": entry.header,
                           "removed": [{"label": label, "count": count, "hmacSha256": keyed_hash(key, value)}
                                       for value, (label, count) in sorted(log.removed.items(),
                                                                           key=lambda item: item[1])]}
@@ -203,6 +209,7 @@ def secret_locations(store: Store, session_ids: Sequence[str]) -> list[dict[str,
         for value, (kind, seqs) in found_secrets(stored.header, list(stored.events)).items():
             where.setdefault(value, (kind, {}))[1].setdefault(sid, set()).update(seqs)
     return [{"secret": shown(value, kind), "kind": kind,
-             "sessions": [{"id": sid, "header": None in seqs, "seqs": sorted(seq for seq in seqs if seq is not None)}
+             "sessions": [{"id": sid, "header": None in seqs,
+                           "seqs": sorted(seq for seq in seqs if seq is not None)}
                           for sid, seqs in sorted(sessions.items())]}
-            for value, (kind, sessions) in sorted(where.items(), key=lambda item: (item[1][0], shown(*item)))]
+            for value, (kind, sessions) in sorted(where.items(), key=lambda item: (item[1][0], item[0]))]

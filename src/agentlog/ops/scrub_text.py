@@ -9,8 +9,9 @@ chunks after. Seq numbers, event types and the event count never change.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -21,7 +22,8 @@ from agentlog.errors import UsageError
 from agentlog.ops.redact import _named_secret, find_secrets
 
 __all__ = [
-    "KEPT_HEADER_FIELDS", "Matcher", "ScrubbedLog", "Secrets", "found_secrets", "marker", "scrub_log", "scrub_text",
+    "KEPT_HEADER_FIELDS", "Matcher", "ScrubbedLog", "Secrets", "found_secrets", "marker", "scrub_log",
+    "scrub_text",
     "stream_pieces",
 ]
 
@@ -276,16 +278,17 @@ def found_secrets(header: SessionHeader, events: Sequence[Event]) -> dict[str, t
     for event in events:
         if event.type != ASSISTANT_CHUNK:
             walk(event.data, event.seq)
+    for value, kind, seq in _streamed_secrets(events):
+        add(value, kind, seq)
+    return found
+
+
+def _streamed_secrets(events: Sequence[Event]) -> Iterator[tuple[str, str, int]]:
+    """``(value, kind, seq of the chunk where it starts)`` of each secret in the joined streams."""
     for pieces in stream_pieces(events):
         joined = "".join(text for _, _, text in pieces)
-        ends = []
-        at = 0
-        for seq, _name, text in pieces:
-            at += len(text)
-            ends.append((at, seq))
+        ends = list(zip(itertools.accumulate(len(text) for _, _, text in pieces),
+                        (seq for seq, _, _ in pieces), strict=True))
         for finding in find_secrets(joined):
-            for end, seq in ends:
-                if end > finding.start:
-                    add(joined[finding.start:finding.end], finding.kind, seq)
-                    break
-    return found
+            seq = next(seq for end, seq in ends if end > finding.start)
+            yield joined[finding.start:finding.end], finding.kind, seq

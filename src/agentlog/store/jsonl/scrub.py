@@ -4,7 +4,8 @@ Under the writer lock the scrubbed transcript is written to ``<transcript>.<12 h
 same directory, fsynced and renamed over the old one (until the rename the old transcript is the
 valid one; a temp a SIGKILL leaves is removed by the next holder of the writer lock); then the
 seek sidecar is written for the new bytes (both sidecars are removed before the rename: the
-checkpoint holds the old surface, hence the text; it is written again by the next load), and the side files of cut torn tails rewritten scrubbed. The journal is
+checkpoint holds the old surface, hence the text; the next load writes it again), and the side
+files of cut torn tails rewritten scrubbed. The journal is
 ``<transcript>.scrubs`` (JSON lines, fsynced); the key is ``<root>/.agentlog/scrub.key`` (0600).
 """
 
@@ -25,8 +26,8 @@ from agentlog.core.jsonvalue import dumps, freeze, loads
 from agentlog.errors import SessionCorruptionError, SessionNotFoundError
 from agentlog.store.fs import io_error
 from agentlog.store.jsonl.checkpoint import checkpoint_path
-from agentlog.store.jsonl.format import SHARED_PREFIX_KEY, first_stored_seq
 from agentlog.store.jsonl.forks import is_shared
+from agentlog.store.jsonl.format import SHARED_PREFIX_KEY, first_stored_seq
 from agentlog.store.jsonl.leftovers import TORN_COPY_INFIX
 from agentlog.store.jsonl.seek import SeekIndex
 from agentlog.store.jsonl.store import JsonlStore

@@ -22,7 +22,13 @@ from agentlog.errors import SessionNotFoundError
 from agentlog.store.scrubbing import ScrubBackend
 from agentlog.store.sqlite.integrity import digested_rows, header_digest
 from agentlog.store.sqlite.rows import encode_rows
-from agentlog.store.sqlite.schema import BUMP_REVISION, DELETE_ROWS_FROM, INSERT_ROW, SCRUB_SCHEMA, header_values
+from agentlog.store.sqlite.schema import (
+    BUMP_REVISION,
+    DELETE_ROWS_FROM,
+    INSERT_ROW,
+    SCRUB_SCHEMA,
+    header_values,
+)
 from agentlog.store.sqlite.search import index_events, unindex_from
 from agentlog.store.sqlite.store import SqliteStore
 
