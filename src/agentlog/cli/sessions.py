@@ -134,7 +134,7 @@ def verify(state: State, session_id: str, as_json: bool) -> None:
         if not as_json:
             raise
         print_json({"id": session_id, "status": "invalid", "events": None, "surfaceNodes": None,
-                    "messages": None, "recovery": None, "writer": None, "integrity": None,
+                    "messages": None, "recovery": None, "writer": None, "integrity": None, "scrubs": None,
                     "error": str(exc)})
         sys.exit(1)
     status, code = ("ok", 0) if recovery is None else ("recovered", 2) if writer is None else ("open", 3)
