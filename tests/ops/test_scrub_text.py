@@ -122,3 +122,17 @@ def test_patterns_are_checked() -> None:
 def test_overlapping_finds_merge_into_one_marker() -> None:
     matcher = Matcher(Secrets.of([("abcdef", "a"), ("defghi", "b")]))
     assert [span[:3] for span in matcher.spans("xxabcdefghiyy")] == [(2, 11, "a")]
+
+
+@settings(max_examples=40, deadline=None)
+@given(secret=st.text("ab\"\\\n\u2028xyz", min_size=4, max_size=12).filter(
+           lambda s: len(set(s)) > 2 and any(c in s for c in "\"\\\n\u2028")),
+       before=_TEXT)
+def test_a_literal_json_would_escape_is_still_found(secret: str, before: str) -> None:
+    session = _session([before, secret], before + secret)
+    out = scrub_log(session.header, list(session.events), Secrets.of([(secret, "planted")]))
+    messages = [e.data for e in out.events if e.type == "user/message"]
+    assert all(secret not in part["text"] for message in messages for part in message["content"])
+    texts = [e.data["chunk"]["text"] for e in out.events if e.type == "assistant/chunk"]
+    assert secret not in "".join(texts)
+    assert out.removed and Matcher(Secrets.of([(secret, "planted")])).may_match({"k": "none"})

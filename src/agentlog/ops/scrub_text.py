@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from agentlog.core.events import ASSISTANT_CHUNK, Event
 from agentlog.core.header import SessionHeader
-from agentlog.core.jsonvalue import freeze, thaw
+from agentlog.core.jsonvalue import dumps, freeze, thaw
 from agentlog.errors import UsageError
 from agentlog.ops.redact import _named_secret, find_secrets
 
@@ -31,6 +31,8 @@ KEPT_HEADER_FIELDS: Final = ("version", "id", "createdAt", "parentSession", "see
 """Header fields never rewritten: the session's identity and lineage, and the cwd (it names the
 JSONL project directory); a secret in them is reported as not removable."""
 
+_JSON_ESCAPED: Final = re.compile(r'["\\\x00-\x1f\u2028\u2029]')
+"""Characters compact JSON may write escaped: a literal holding one is not looked for in JSON text."""
 _STREAM_FIELDS: Final = {"text-delta": "text", "reasoning-delta": "text", "tool-call-delta": "argumentsDelta"}
 
 
@@ -64,6 +66,7 @@ class Matcher:
         values = sorted(self._labels, key=len, reverse=True)  # the longest literal wins at a position
         # A lookahead finds a literal at every position, overlapping ones included (merged below).
         self._literal = re.compile(f"(?=({'|'.join(map(re.escape, values))}))") if values else None
+        self._escaped = any(_JSON_ESCAPED.search(value) for value in values)
         self._patterns: list[tuple[re.Pattern[str], str]] = []
         for pattern, label in secrets.patterns:
             try:
@@ -72,6 +75,17 @@ class Matcher:
                 raise UsageError(f"--pattern {pattern!r} is not a regular expression: {exc}") from None
             if self._patterns[-1][0].search("") is not None:
                 raise UsageError(f"--pattern {pattern!r} matches the empty string: it would scrub nothing")
+
+    def may_match(self, data: Any) -> bool:
+        """Whether a JSON value may hold a secret (False: certainly not): literals are looked for in
+        its compact JSON, which holds every string and key as it is unless JSON escapes a character
+        of the literal; patterns could match anything, so with one this is always True."""
+        if self._patterns or self._escaped:
+            return True
+        if self._literal is None:
+            return False
+        text = dumps(data).decode()
+        return any(value in text for value in self._labels)
 
     def spans(self, text: str) -> list[tuple[int, int, str, str]]:
         """``(start, end, label, value)`` of every secret in ``text``, sorted, never overlapping."""
@@ -225,6 +239,8 @@ def scrub_log(header: SessionHeader, events: Sequence[Event], secrets: Secrets |
     for index, event in enumerate(result.events):
         if until is not None and event.seq >= until:
             break
+        if event.seq not in streamed and not matcher.may_match(event.data):
+            continue
         data = thaw(event.data)
         if event.seq in streamed:
             name, text = streamed[event.seq]
