@@ -166,7 +166,9 @@ def test_the_cli_dry_run_then_scrub_then_verify(url: str, tmp_path: Path) -> Non
     assert _stored_holds(url, SECRET) and _stored_holds(url, OTHER)
     done = runner.invoke(cli, [*command, "--json"])
     assert done.exit_code == 0, done.output
-    assert json.loads(done.output)["sessions"][0]["removed"] == {"openai-key": 23, "text": 12}
+    shape = json.loads(done.output)
+    assert shape["sessions"][0]["removed"] == {"openai-key": 23, "text": 12}
+    assert bool(shape["caveats"]) == (url in _SCHEMAS)  # PostgreSQL's dead tuples, WAL, replicas, backups
     assert _holding(url, SECRET, OTHER) == []
     verified = runner.invoke(cli, ["--store", url, "verify", "p", "--json"])
     shape = json.loads(verified.output)
@@ -250,3 +252,27 @@ def test_a_side_file_of_zstd_frames_and_cut_bytes_is_scrubbed_in_both(tmp_path: 
     assert decoder.decompress(data) == b"line with [SCRUBBED:key]\n"
     assert decoder.unused_data == b"cut [SCRUBBED:key]" and SECRET.encode() not in data
     assert not scrub_side_file(side, lambda text: scrub_text(matcher, text))  # nothing left to change
+
+
+def test_the_postgres_caveats_are_printed() -> None:
+    schema = Schema.new()
+    try:
+        with open_store(schema.url) as store:
+            record(store, "p", compact=False)
+        result = CliRunner().invoke(cli, ["--store", schema.url, "scrub", "p", "--secret-from-audit"])
+        assert result.exit_code == 0, result.output
+        assert "caveat: PostgreSQL keeps the old row versions" in result.output
+        assert "replicas" in result.output and "snapshots" in result.output
+        assert "VACUUM done" in result.output
+    finally:
+        schema.drop()
+
+
+def test_a_memory_store_is_refused() -> None:
+    from agentlog import MemoryStore
+    from agentlog.errors import UsageError
+
+    store = MemoryStore()
+    record(store, "p", compact=False)
+    with pytest.raises(UsageError, match="memory store keeps none"):
+        scrub(store, ["p"], Secrets.of([(SECRET, "key")]))
