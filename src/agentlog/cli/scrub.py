@@ -61,7 +61,9 @@ def scrub(state: State, session_ids: tuple[str, ...], secret_from_audit: bool, p
     verb = "would scrub" if dry_run else "scrubbed"
     for entry in report.sessions:
         if not entry.changed:
-            console.print(f"{visible(entry.session_id)}: nothing to scrub ({visible(entry.why)})")
+            console.print(f"{visible(entry.session_id)}: nothing to scrub in its log ({visible(entry.why)})")
+            for note in entry.notes:
+                console.print(f"  {visible(note)}")
             continue
         removed = ", ".join(f"{count} {visible(label)}" for label, count in sorted(entry.removed.items()))
         where = "" if not entry.seqs else (f" in {plural(len(entry.seqs), 'event')} "

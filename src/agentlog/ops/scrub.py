@@ -155,16 +155,18 @@ def scrub(store: Store, session_ids: Sequence[str], secrets: Secrets, *, from_au
                                             "run the scrub again", session_id=sid)
             Session.restore(sid, log.events, log.header)  # a valid log, or nothing is written
             plans.append((sid, log))
+        backend.text_scrubber = lambda text: scrub_text(matcher, text)
         for sid, log in plans:
             entry = _entry(sid, scope[sid], log)
             report.sessions.append(entry)
-            if entry.changed:
+            if not entry.changed:
+                entry.notes += backend.tidy(sid)
+            else:
                 record = {"at": now_ms(), "by": f"agentlog {__version__}", "why": entry.why,
                           "until": entry.until, "seqs": entry.seqs, "header": entry.header,
                           "removed": [{"label": label, "count": count, "hmacSha256": keyed_hash(key, value)}
                                       for value, (label, count) in sorted(log.removed.items(),
                                                                           key=lambda item: item[1])]}
-                backend.text_scrubber = lambda text: scrub_text(matcher, text)
                 entry.notes += backend.rewrite(sid, log.header, log.events, record)
         report.notes = backend.dispose()
     for entry in report.sessions:

@@ -74,6 +74,10 @@ class ScrubBackend(ABC):
         """Replace the session's stored header and own events (``events`` is the whole scrubbed log)
         atomically, rebuild what derives from them, append ``record``; returns notes to print."""
 
+    def tidy(self, session_id: str) -> list[str]:
+        """Scrub what the backend keeps beside a session whose log needed no rewrite (side files)."""
+        return []
+
     def dispose(self) -> list[str]:
         """After every rewrite: remove old bytes the backend still holds (VACUUM...); notes to print."""
         return []

@@ -114,10 +114,16 @@ class JsonlScrub(ScrubBackend):
             store._forget(session_id)
             store._saw_end(session_id, 0, None)
         store._seek.published(path, first, len(head), content)  # digests of the new bytes
-        notes = [f"{side.name}: rewritten scrubbed" for side in self._side_files(path)
-                 if self.text_scrubber is not None and scrub_side_file(side, self.text_scrubber)]
+        notes = self._scrub_side_files(path)
         _append_line(Path(f"{path}{JOURNAL_SUFFIX}"), dumps(record) + b"\n")
         return notes
+
+    def tidy(self, session_id: str) -> list[str]:
+        return self._scrub_side_files(self._path(session_id))
+
+    def _scrub_side_files(self, path: Path) -> list[str]:
+        return [f"{side.name}: rewritten scrubbed" for side in self._side_files(path)
+                if self.text_scrubber is not None and scrub_side_file(side, self.text_scrubber)]
 
     def _side_files(self, path: Path) -> list[Path]:
         prefix = path.name + TORN_COPY_INFIX
