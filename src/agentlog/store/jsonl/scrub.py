@@ -152,7 +152,8 @@ def scrub_side_file(path: Path, scrub: Callable[[str], str]) -> bool:
     out = scrubbed.encode("utf-8", "surrogateescape")
     if compressed:
         out = zstandard.ZstdCompressor().compress(out) + scrubbed_raw.encode("utf-8", "surrogateescape")
-    temp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
+    # Named as a transcript temp, so the next holder of the writer lock removes one a kill leaves.
+    temp = f"{path.parent / path.name.split(TORN_COPY_INFIX)[0]}.{uuid.uuid4().hex[:12]}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         os.write(fd, out)
