@@ -281,3 +281,24 @@ def test_a_memory_store_is_refused() -> None:
     record(store, "p", compact=False)
     with pytest.raises(UsageError, match="memory store keeps none"):
         scrub(store, ["p"], Secrets.of([(SECRET, "key")]))
+
+
+def test_the_checkpoint_sidecar_is_rebuilt_without_the_secret(tmp_path: Path) -> None:
+    from agentlog.core.session import Session
+    from agentlog.store.jsonl.store import JsonlStore
+
+    root = tmp_path / "store"
+    with JsonlStore(root, compression="none", checkpoint_bytes=1) as store:
+        record(store, "p")
+        store.load("p")
+    checkpoint = next(root.rglob("*.ckpt"))
+    before = checkpoint.read_bytes()
+    with JsonlStore(root, compression="none", checkpoint_bytes=1) as store:
+        scrub(store, ["p"], Secrets.of([(SECRET, "key"), (OTHER, "pw")]))
+    assert checkpoint.exists() and checkpoint.read_bytes() != before  # written again by the load after
+    assert _holding(f"jsonl://{root}", SECRET, OTHER) == []
+    with JsonlStore(root, compression="none", checkpoint_bytes=1) as store:
+        resumed = store.inspect("p")  # resumes from the checkpoint: its surface is the scrubbed one
+        messages = Session.restore("p", resumed.events, resumed.header).derive_messages()
+    shown = json.dumps(messages, default=list)
+    assert SECRET not in shown and "[SCRUBBED:key]" in shown
