@@ -180,8 +180,9 @@ def test_a_flipped_byte_of_the_sqlite_file_inside_an_event_row_is_reported(tmp_p
 
 
 def downgrade_sqlite_to_2(path: Path) -> None:
-    """What the previous build wrote: schema 2, no digest columns."""
+    """What an older build wrote: schema 2, no digest columns, no index watermark."""
     conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("ALTER TABLE sessions DROP COLUMN unindexed")
     for table in ("sessions", "events"):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN digest")
     conn.execute("PRAGMA user_version = 2")
@@ -196,7 +197,7 @@ def test_a_schema_2_sqlite_file_is_read_as_is_and_a_writer_migrates_it(tmp_path:
     assert database.sql("PRAGMA user_version") == [(2,)]
     events = len(open_store(database.url, create=False).inspect("s1").events)
     record(database.url, "s2", turns=1)  # a writer migrates the file, in one transaction
-    assert database.sql("PRAGMA user_version") == [(3,)]
+    assert database.sql("PRAGMA user_version") == [(4,)]
     code, output = verify(database.url)
     assert code == 0 and "no integrity data: the rows were written before" in output, output
     with open_store(database.url) as store, store.open("s1") as live:
@@ -222,7 +223,7 @@ def test_a_failed_migration_leaves_schema_2_untouched(tmp_path: Path,
     assert "digest" not in [row[1] for row in database.sql("SELECT * FROM pragma_table_info('sessions')")]
     monkeypatch.undo()
     record(database.url, "s2", turns=1)
-    assert database.sql("PRAGMA user_version") == [(3,)]
+    assert database.sql("PRAGMA user_version") == [(4,)]
 
 
 def test_a_schema_2_postgres_store_is_migrated_by_a_writer_and_names_its_old_rows(tmp_path: Path) -> None:

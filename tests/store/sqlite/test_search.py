@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentlog import Recorder
+from agentlog.core.header import SessionHeader
 from agentlog.core.search_text import indexed_texts
 from agentlog.errors import StoreError
 from agentlog.store.sqlite import schema as sqlite_schema
@@ -40,11 +41,24 @@ def query(db: Path, sql: str) -> list[tuple[object, ...]]:
         conn.close()
 
 
+def change(db: Path, *statements: str) -> None:
+    """Run statements in one committed transaction (what another program could do to the file)."""
+    conn = sqlite3.connect(db)
+    try:
+        for statement in statements:
+            conn.execute(statement)
+        conn.commit()
+    finally:
+        conn.close()
+
+
 def assert_index_matches_rows(db: Path) -> None:
-    """``search_rows`` is exactly the folded text of every stored message row, and FTS5 agrees with it."""
+    """``search_rows`` is exactly the folded text of every stored message row below its session's
+    watermark (all of them where it is NULL), and FTS5 agrees with it."""
     expected = set()
     for session, *row in query(db, "SELECT session, seq, type, time, data, source_event_seqs, surface_op, "
-                                   "ignorable, op_first FROM events"):
+                                   "ignorable, op_first FROM events JOIN sessions ON sessions.key = session "
+                                   "WHERE unindexed IS NULL OR seq < unindexed"):
         expected.update((session, seq, text) for seq, text in indexed_texts(decode_physical_row(tuple(row))))
     assert set(query(db, "SELECT session, seq, folded FROM search_rows")) == expected
     if query(db, "SELECT 1 FROM sqlite_schema WHERE name = 'search_fts'"):
@@ -52,8 +66,9 @@ def assert_index_matches_rows(db: Path) -> None:
 
 
 def downgrade(db: Path) -> None:
-    """Turn a schema-3 file into what an older build wrote: no digests, no search tables, user_version 1."""
+    """Turn a schema-4 file into what an older build wrote: no digests, no search tables, user_version 1."""
     conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("ALTER TABLE sessions DROP COLUMN unindexed")
     for table in ("sessions", "events"):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN digest")
     for table in ("search_fts", "search_rows"):
@@ -141,7 +156,7 @@ def test_a_schema_1_database_is_read_as_is_and_migrated_by_a_writer(db: Path, ft
     assert query(db, "PRAGMA user_version") == [(1,)]
     writer = SqliteStore(db, write_delay_ms=5)
     assert assert_index_equals_scan(writer, "needle") == expected
-    assert query(db, "PRAGMA user_version") == [(3,)]
+    assert query(db, "PRAGMA user_version") == [(4,)]
     assert_index_matches_rows(db)
     record(writer, "c", ["newest needle"])
     assert_index_matches_rows(db)
@@ -204,4 +219,34 @@ def test_a_writer_killed_mid_append_leaves_index_and_rows_together(db: Path) -> 
         assert_index_matches_rows(db)
     store = SqliteStore(db, write_delay_ms=5)
     assert assert_index_equals_scan(store, "the")
+    assert query(db, "SELECT count(*) FROM sessions WHERE unindexed IS NOT NULL") == [(0,)]
+    assert_index_matches_rows(db)
     store.close()
+
+
+def test_appends_leave_the_index_behind_a_watermark_and_searches_still_find_what_the_scan_finds(
+        db: Path, fts: bool) -> None:
+    writer = SqliteStore(db, write_delay_ms=5)
+    live = writer.start(SessionHeader(id="a"))
+    with Recorder(live).turn() as turn:
+        turn.user_message("first needle")
+    live.flush()
+    assert query(db, "SELECT unindexed FROM sessions") == [(0,)]  # written, not indexed yet
+    assert query(db, "SELECT count(*) FROM search_rows") == [(0,)]
+    reader = SqliteStore(db, create=False)
+    live.close()  # closing indexes what the session wrote, off its write path
+    assert query(db, "SELECT unindexed FROM sessions") == [(None,)]
+    assert_index_matches_rows(db)
+    with writer.open("a") as again, Recorder(again).turn() as turn:
+        turn.user_message("second needle")
+    change(db, "UPDATE sessions SET unindexed = 0", "DELETE FROM search_rows",  # as if never indexed
+           *(["INSERT INTO search_fts (search_fts) VALUES ('rebuild')"] if fts else []))
+    expected = assert_index_equals_scan(writer, "needle")  # the writer's search catches up first
+    assert [hit.seq for hit in expected] == [1, 5]
+    assert query(db, "SELECT unindexed FROM sessions") == [(None,)]
+    assert_index_matches_rows(db)
+    change(db, "UPDATE sessions SET unindexed = 3")  # behind from seq 3: the reader scans the session
+    assert hits(reader, "needle", scan=False) == expected
+    assert query(db, "SELECT unindexed FROM sessions") == [(3,)]  # a reader never writes the file
+    reader.close()
+    writer.close()

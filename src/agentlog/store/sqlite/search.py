@@ -1,8 +1,12 @@
 """The SQLite store's search index: folded message text beside the rows, FTS5 trigrams over it.
 
 ``search_rows`` holds one row per searchable event of a session's own rows (``fold`` of its
-message text, see ``agentlog.core.search_text``), written and deleted in the same transaction as
-the event rows. ``search_fts`` is an external-content FTS5 table with the trigram tokenizer
+message text, see ``agentlog.core.search_text``). Since schema 4 it is written off the write path:
+an append only sets the session's watermark (``sessions.unindexed``, the first seq not indexed),
+and ``catch_up`` indexes the rows behind it when a live session closes or a writer's store
+searches; a session whose index is behind is scanned, so the hits are the scan's. Rows are
+deleted from the index in the transaction that deletes them (the watermark lowered with them).
+``search_fts`` is an external-content FTS5 table with the trigram tokenizer
 over it (case-sensitive: the text is folded already), kept in step by this module's writes
 (triggers on a virtual table are refused under ``trusted_schema = OFF``). Without FTS5 in the
 ``sqlite3`` module the database has no ``search_fts`` and ``instr`` over ``search_rows`` does
@@ -24,6 +28,7 @@ __all__ = [
     "FTS_SCHEMA",
     "SEARCH_SCHEMA",
     "candidates",
+    "catch_up",
     "decode_candidates",
     "fill_index",
     "fts5_available",
@@ -86,6 +91,19 @@ _ROW: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable, op_first FROM events "
     "WHERE session = ? AND seq = ?"
 )
+_BEHIND: Final = "SELECT key, unindexed FROM sessions WHERE unindexed IS NOT NULL ORDER BY key"
+_BEHIND_ONE: Final = "SELECT key, unindexed FROM sessions WHERE id = ? AND unindexed IS NOT NULL"
+_IS_BEHIND: Final = "SELECT 1 FROM sessions WHERE key = ? AND unindexed IS NOT NULL"
+_UNINDEXED_ROWS: Final = (
+    "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable, op_first FROM events "
+    "WHERE session = ? AND seq >= ? AND type IN ('user/message', 'assistant/message', 'tool/result', "
+    "'steering/message') AND ignorable IS NOT 0 ORDER BY seq"
+)
+_CAUGHT_UP: Final = "UPDATE sessions SET unindexed = NULL WHERE key = ?"
+_LOWER: Final = (
+    "UPDATE sessions SET unindexed = CASE WHEN unindexed IS NULL OR unindexed > ?1 THEN ?1 "
+    "ELSE unindexed END WHERE key = ?2"
+)
 _UNBOUNDED: Final = 1 << 62
 _FILL_BATCH: Final = 1000
 
@@ -117,10 +135,35 @@ def index_events(conn: sqlite3.Connection, key: int, events: Iterable[Event], ft
 
 
 def unindex_from(conn: sqlite3.Connection, key: int, seq: int, fts: bool) -> None:
-    """Drop the index rows of session ``key`` from ``seq`` on (before its event rows go)."""
+    """Drop the index rows of session ``key`` from ``seq`` on (before its event rows go); rows
+    written there later wait for the indexer (schema 4)."""
     if fts:
         conn.execute(_FTS_REMOVE, (key, seq))
     conn.execute(_DELETE, (key, seq))
+    conn.execute(_LOWER, (seq, key))
+
+
+def catch_up(conn: sqlite3.Connection, fts: bool, session_id: str | None = None) -> int:
+    """Index the rows behind the watermark of every session (or of ``session_id``), inside the
+    caller's write transaction; returns how many index rows were added. A row that does not decode
+    is left out, as ``fill_index`` does (search scans a session whose candidate does not decode)."""
+    behind = (conn.execute(_BEHIND).fetchall() if session_id is None
+              else conn.execute(_BEHIND_ONE, (session_id,)).fetchall())
+    added = 0
+    for key, first in behind:
+        cursor = conn.execute(_UNINDEXED_ROWS, (key, first))
+        while rows := cursor.fetchmany(_FILL_BATCH):
+            batch: list[tuple[int, int, str]] = []
+            for row in rows:
+                decoded = try_decode(tuple(row))
+                if not isinstance(decoded, str):
+                    batch.extend((key, seq, text) for seq, text in indexed_texts(decoded))
+            conn.executemany(_INSERT, batch)
+            added += len(batch)
+        if fts:
+            conn.execute(_FTS_ADD, (key, first, _UNBOUNDED))
+        conn.execute(_CAUGHT_UP, (key,))
+    return added
 
 
 def fill_index(conn: sqlite3.Connection, fts: bool) -> None:
@@ -194,20 +237,26 @@ def _ended(conn: sqlite3.Connection, segments: Sequence[tuple[int, int, int]]) -
     return True
 
 
+def _behind(conn: sqlite3.Connection, segments: Sequence[tuple[int, int, int]]) -> bool:
+    """Whether a session of the chain has rows the index does not hold yet (schema 4)."""
+    return any(conn.execute(_IS_BEHIND, (key,)).fetchone() is not None for key, _start, _end in segments)
+
+
 def candidates(conn: sqlite3.Connection, folded: str, session_ids: Sequence[str], fts: bool,
-               live: Iterable[str]) -> dict[str, list[Row] | None]:
+               live: Iterable[str], watermark: bool = False) -> dict[str, list[Row] | None]:
     """Per session, the stored rows that may hold the text (read transaction held by the caller).
 
     A session is left to the scan (None) when the index cannot stand for it: unknown or broken
-    chain (the scan names the error), open in this process (unflushed events), or a last event
-    that is not ``turn/end`` (reading it adds repair closers that are in no row).
+    chain (the scan names the error), open in this process (unflushed events), rows behind the
+    ``watermark`` (not indexed yet), or a last event that is not ``turn/end`` (reading it adds
+    repair closers that are in no row).
     """
     matched = _matches(conn, folded, fts)
     live_ids = set(live)
     result: dict[str, list[Row] | None] = {}
     for session_id in session_ids:
         segments = None if session_id in live_ids else _segments(conn, session_id)
-        if segments is None or not _ended(conn, segments):
+        if segments is None or (watermark and _behind(conn, segments)) or not _ended(conn, segments):
             result[session_id] = None
             continue
         seqs = sorted(seq for key, start, end in segments for seq in matched.get(key, ())
