@@ -22,6 +22,7 @@ from agentlog.cli.app import cli
 from agentlog.errors import AgentlogError
 from agentlog.store.jsonl.seek import SEEK_SUFFIX
 from agentlog.store.sqlite import schema as sqlite_schema
+from agentlog.store.sqlite import search as sqlite_search
 from tests.cli.conftest import record
 from tests.store.pg_worker import Schema
 
@@ -183,6 +184,11 @@ def downgrade_sqlite_to_2(path: Path) -> None:
     """What an older build wrote: schema 2, no digest columns, no index watermark."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("ALTER TABLE sessions DROP COLUMN unindexed")
+    fts = conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'search_fts'").fetchone() is not None
+    conn.execute("DROP TABLE IF EXISTS search_fts")  # schema 2's index kind (its rows are not searched here)
+    conn.execute("DROP TABLE search_rows")
+    for statement in (*sqlite_search.SEARCH_SCHEMA, *(sqlite_search.FTS_SCHEMA if fts else ())):
+        conn.execute(statement)
     for table in ("sessions", "events"):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN digest")
     conn.execute("PRAGMA user_version = 2")

@@ -35,7 +35,7 @@ from agentlog.store.fs import file_kind
 from agentlog.store.sqlite import search as sqlite_search
 from agentlog.store.sqlite.errors import SQLITE_BUSY, primary_code
 from agentlog.store.sqlite.rows import CORRUPT, Row
-from agentlog.store.sqlite.search import FTS_SCHEMA, SEARCH_SCHEMA, fill_index
+from agentlog.store.sqlite.search import CONTENTLESS_SCHEMA, FTS_SCHEMA, SEARCH_SCHEMA, fill_index
 
 __all__ = [
     "APPLICATION_ID",
@@ -65,7 +65,8 @@ APPLICATION_ID: Final = 0x41474C47
 
 USER_VERSION: Final = 4
 """``PRAGMA user_version``: the schema version this build writes (2 added the search index, 3 the
-integrity digest of every event and session row, 4 the search index's watermark)."""
+integrity digest of every event and session row, 4 the search index's watermark and, with FTS5,
+a contentless trigram index: no second copy of the text)."""
 
 OLDER_VERSIONS: Final = (1, 2, 3)
 """The versions before: read as is by readers, migrated by a writer when it opens the file."""
@@ -378,7 +379,9 @@ def _schema(user_version: int, fts: bool) -> tuple[str, ...]:
     if user_version == 2:
         return version_2
     version_3 = (*version_2, *DIGEST_SCHEMA)
-    return version_3 if user_version == 3 else (*version_3, *WATERMARK_SCHEMA)
+    if user_version == 3:
+        return version_3
+    return (*version_3, *CONTENTLESS_SCHEMA, *WATERMARK_SCHEMA) if fts else (*version_3, *WATERMARK_SCHEMA)
 
 
 @functools.cache

@@ -110,6 +110,7 @@ from agentlog.store.sqlite.schema import (
     session_info,
 )
 from agentlog.store.sqlite.search import (
+    TRIGRAM,
     candidates,
     catch_up,
     decode_candidates,
@@ -465,6 +466,8 @@ class SqliteStore(SqliteConnection):
             if self._fts is None:
                 return None
             watermark = has_watermark(conn)
+        if watermark and self._fts and len(folded) < TRIGRAM:
+            return None  # schema 4's contentless FTS5 answers trigrams only: shorter text is scanned
         if watermark and self.may_create:
             self._catch_up(None)
         with self._reading() as conn:
