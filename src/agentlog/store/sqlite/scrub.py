@@ -3,7 +3,7 @@ compacted so no freed page keeps the old bytes.
 
 With ``secure_delete`` on, the session's event rows (its own: a fork by reference reads its
 parent's) and its search rows are deleted and written again through the store's own row encoder
-(``encode_rows``, ``digested_rows``, ``index_events``: a change of the row layout carries over),
+(``encode_rows``, ``digested_rows``, ``catch_up``: a change of the row layout carries over),
 the header row updated with its digest, and the journal row added, all in one ``BEGIN IMMEDIATE``
 transaction. After every session: the FTS5 index merged (``optimize``: deleted entries leave its
 segments), ``VACUUM``, and ``wal_checkpoint(TRUNCATE)`` empties the WAL.
@@ -29,7 +29,7 @@ from agentlog.store.sqlite.schema import (
     SCRUB_SCHEMA,
     header_values,
 )
-from agentlog.store.sqlite.search import index_events, unindex_from
+from agentlog.store.sqlite.search import catch_up, unindex_from
 from agentlog.store.sqlite.store import SqliteStore
 
 __all__ = ["SqliteScrub"]
@@ -87,7 +87,7 @@ class SqliteScrub(ScrubBackend):
             conn.execute(DELETE_ROWS_FROM, (info.key, 0))
             if own:
                 conn.executemany(INSERT_ROW, digested_rows(info.key, session_id, encode_rows(own)))
-                index_events(conn, info.key, own, fts)
+            catch_up(conn, fts, session_id)  # unindex_from lowered the watermark: index the new rows now
             values = header_values(header)
             conn.execute(_UPDATE_HEADER, (*values[1:], header_digest(values), info.key))
             conn.execute(BUMP_REVISION, (info.key,))
