@@ -111,10 +111,10 @@ class ThreadIndex:
             return self.hidden[(ns, checkpoint_id)][0]
         return record
 
-    def written(self, ns: str, checkpoint_id: str | None) -> dict[tuple[str, ...], list[Any]]:
-        """The payloads of a checkpoint's writes (in view) -> ``[checkpoint, task, index]``."""
+    def written(self, ns: str, checkpoint_id: str | None) -> dict[tuple[str, bytes], list[Any]]:
+        """The serde ``(type, bytes)`` of a checkpoint's writes (in view) -> ``[checkpoint, task, index]``."""
         stored = self.writes.get((ns, checkpoint_id), {}) if checkpoint_id is not None else {}
-        return {tuple(entry[3]): [checkpoint_id, entry[0], entry[1]] for entry in stored.values()
+        return {decode_payload(entry[3]): [checkpoint_id, entry[0], entry[1]] for entry in stored.values()
                 if entry[1] >= 0}
 
     def written_payload(self, ns: str, where: Sequence[Any]) -> Any:
