@@ -122,8 +122,9 @@ def extends(value: Any, base: Any) -> bool:
 def blob_record(channel: str, version: Any, values: Mapping[str, Any], serde: Serde,
                 base: tuple[Any, list[Any]] | None,
                 written: Mapping[tuple[str, bytes], list[Any]] | None = None) -> dict[str, Any]:
-    """One changed channel: its whole value, or ``base``'s version plus the items after it (when
-    the value extends ``base``), or none.
+    """One changed channel: its whole value, or ``base``'s version plus the items after it, or none.
+
+    ``base`` is a kept value the channel's value ``extends`` (``ThreadIndex.base_for`` tested it).
 
     Items whose serde bytes are a pending write's (``written``: ``(type, bytes)`` -> ``[checkpoint,
     task, index]``, the writes that produced this checkpoint) name that write instead of a copy.
@@ -131,7 +132,7 @@ def blob_record(channel: str, version: Any, values: Mapping[str, Any], serde: Se
     if channel not in values:
         return {"channel": channel, "version": version}
     value = values[channel]
-    if base is not None and base[0] != version and extends(value, base[1]):
+    if base is not None and base[0] != version:
         kind, raw = serde.dumps_typed(value[len(base[1]):])
         found = written.get((kind, bytes(raw))) if written else None
         if found is not None:
