@@ -39,7 +39,7 @@ from agentlog.store.integrity import Integrity, check_rows, torn_seq
 from agentlog.store.postgres.errors import translate
 from agentlog.store.postgres.rows import scan_rows, scan_suffix
 from agentlog.store.postgres.schema import Statements, ensure_schema
-from agentlog.store.postgres.search import SearchStatements, candidates
+from agentlog.store.postgres.search import SearchStatements, candidates, catch_up
 from agentlog.store.records import Listing, Recovery, Snapshot, StoredLog, Unreadable
 
 __all__ = ["PostgresReads", "SessionInfo", "session_info"]
@@ -312,6 +312,8 @@ class PostgresReads(GroupCommitStore):
     def search_candidates(self, folded: str, session_ids: Sequence[str]) -> Candidates | None:
         """Per session, the events the search index points at (None: scan it), from one snapshot."""
         self._ready()
+        with translate(None, self.where), self._pool.connection() as conn:
+            catch_up(conn, self._search_sql, session_ids)
         with translate(None, self.where), self._pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             return candidates(conn, self._search_sql, folded, session_ids, self._chain, list(self._live))
