@@ -1,4 +1,4 @@
-"""Bounds on what a stored PostgreSQL row may make a reader allocate: a zstd bomb is corruption."""
+"""Bounds on what a PostgreSQL read touches: a zstd bomb is corruption, a cold fork reads its prefix only."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import struct
 import pytest
 import zstandard
 
+from agentlog import Recorder, SessionHeader
+from agentlog.core.events import TURN_END
 from agentlog.errors import SessionCorruptionError
 from agentlog.store.postgres.rows import MAX_SCALAR_BYTES
 from agentlog.store.postgres.store import PostgresStore
@@ -50,3 +52,22 @@ def test_a_compressed_scalar_row_under_the_bound_still_loads(store: PostgresStor
     assert schema.sql("SELECT count(*) FROM {s}.events WHERE data_zstd IS NOT NULL")[0][0] == 1
     with schema.store() as fresh:
         assert fresh.load("big").events == store.load("big").events
+
+
+def test_a_cold_fork_reads_only_the_prefix_it_shares(store: PostgresStore, schema: Schema) -> None:
+    for turn in range(3):
+        with store.start(SessionHeader(id="p")) if turn == 0 else store.open("p") as live, \
+                Recorder(live).turn() as recorded:
+            recorded.user_message(f"turn {turn}")
+    events = store.load("p").events
+    boundary = next(event.seq for event in events if event.type == TURN_END)
+    store.close()
+    later = events[-3].seq  # a committed row of the last turn, past the boundary
+    schema.sql("UPDATE {s}.events SET data = 'x' WHERE session_id = 'p' AND seq = %s", (later,))
+    with schema.store() as cold:
+        with cold.fork("p", boundary, "child") as child:
+            assert child.session.events[:boundary + 1] == events[:boundary + 1]
+        with pytest.raises(SessionCorruptionError, match=f"seq {later}"):
+            cold.load("p")
+    with schema.store() as fresh:
+        assert fresh.load("child").events[:boundary + 1] == events[:boundary + 1]

@@ -255,6 +255,35 @@ class PostgresReads(GroupCommitStore):
                 self._cache.popitem(last=False)
         return StoredLog(info.header, stored.events, stored.revision, torn, writers=list(stored.writers))
 
+    def _load_stored_until(self, session_id: str, until_seq: int) -> StoredLog | None:
+        """A fork's prefix: only the rows holding seqs below ``until_seq`` are read and decoded
+        (the whole log when that is all of it, or when a row in the prefix does not decode: a
+        torn tail's, which only the whole read can tell from corruption)."""
+        self._ready()
+        with translate(session_id, self.where), self._read_view() as conn:
+            row = conn.execute(self._sql.session, (session_id,)).fetchone()
+            if row is None:
+                return None
+            info = session_info(row)
+            whole = until_seq >= info.next_seq or session_id in self._cache
+            ranges = [] if whole else [(sid, start, min(end, until_seq))
+                                       for sid, start, end in self._segments(conn, info) if start < until_seq]
+            if not whole and until_seq > info.base_length:
+                ranges.append((session_id, info.base_length, until_seq))
+            parts = [(sid, start, end, conn.execute(self._sql.rows, (sid, start, end)).fetchall())
+                     for sid, start, end in ranges]
+        if whole:
+            return self._load_stored(session_id)
+        writers = chain_writers([(start, sid) for sid, start, _end, _rows in parts if sid != session_id],
+                                info.base_length, session_id)
+        events: list[Event] = []
+        try:
+            for _sid, start, end, rows in parts:
+                events.extend(scan_rows(rows, start, end, tolerate_torn=False).events)
+        except SessionCorruptionError:
+            return self._load_stored(session_id)
+        return StoredLog(info.header, tuple(events), self._revision(info), writers=writers)
+
     def _load_stored_from(self, session_id: str, from_seq: int) -> StoredLog | None:
         """A seek read: only rows from the one covering ``from_seq`` onward are fetched."""
         self._ready()
