@@ -214,14 +214,19 @@ class PostgresReads(GroupCommitStore):
         segments.reverse()
         return segments
 
-    def _load_stored(self, session_id: str) -> StoredLog | None:
-        """The session as stored, from one snapshot; a cached decode is reused while its revision holds."""
+    @contextmanager
+    def _viewing(self, session_id: str) -> Iterator[tuple[psycopg.Connection[Any], SessionInfo | None]]:
+        """One session's read view: its connection and decoded ``sessions`` row (None: absent)."""
         self._ready()
         with translate(session_id, self.where), self._read_view() as conn:
             row = conn.execute(self._sql.session, (session_id,)).fetchone()
-            if row is None:
+            yield conn, None if row is None else session_info(row)
+
+    def _load_stored(self, session_id: str) -> StoredLog | None:
+        """The session as stored, from one snapshot; a cached decode is reused while its revision holds."""
+        with self._viewing(session_id) as (conn, info):
+            if info is None:
                 return None
-            info = session_info(row)
             with self._aux:
                 cached = self._cache.get(session_id)
                 if cached is not None and cached[0] == (info.incarnation, info.revision):
@@ -259,12 +264,9 @@ class PostgresReads(GroupCommitStore):
         """A fork's prefix: only the rows holding seqs below ``until_seq`` are read and decoded
         (the whole log when that is all of it, or when a row in the prefix does not decode: a
         torn tail's, which only the whole read can tell from corruption)."""
-        self._ready()
-        with translate(session_id, self.where), self._read_view() as conn:
-            row = conn.execute(self._sql.session, (session_id,)).fetchone()
-            if row is None:
+        with self._viewing(session_id) as (conn, info):
+            if info is None:
                 return None
-            info = session_info(row)
             whole = until_seq >= info.next_seq or session_id in self._cache
             ranges = [] if whole else [(sid, start, min(end, until_seq))
                                        for sid, start, end in self._segments(conn, info) if start < until_seq]
