@@ -71,3 +71,20 @@ def test_a_cold_fork_reads_only_the_prefix_it_shares(store: PostgresStore, schem
             cold.load("p")
     with schema.store() as fresh:
         assert fresh.load("child").events[:boundary + 1] == events[:boundary + 1]
+
+
+def test_a_second_fork_reuses_the_prefix_read_while_the_revision_holds(store: PostgresStore,
+                                                                       schema: Schema) -> None:
+    for turn in range(3):
+        with store.start(SessionHeader(id="p")) if turn == 0 else store.open("p") as live, \
+                Recorder(live).turn() as recorded:
+            recorded.user_message(f"turn {turn}")
+    events = store.load("p").events
+    boundary = next(event.seq for event in events if event.type == TURN_END)
+    store.close()
+    with schema.store() as cold:
+        cold.fork("p", boundary, "c1").close()
+        schema.sql("UPDATE {s}.events SET data = 'x' WHERE session_id = 'p' AND seq = 1")
+        cold.fork("p", boundary, "c2").close()  # the same revision: the prefix is not read again
+    with schema.store() as fresh, pytest.raises(SessionCorruptionError, match="seq 1"):
+        fresh.fork("p", boundary, "c3")

@@ -104,6 +104,7 @@ class PostgresReads(GroupCommitStore):
     _aux: threading.Lock
     _incarnations: dict[str, uuid.UUID]
     _cache: OrderedDict[str, tuple[tuple[uuid.UUID, int], StoredLog]]
+    _prefixes: OrderedDict[str, tuple[tuple[uuid.UUID, int, int], StoredLog]]
     _snapshot: ContextVar[psycopg.Connection[Any] | None]
 
     # -- connections and setup ----------------------------------------------------------------
@@ -267,6 +268,13 @@ class PostgresReads(GroupCommitStore):
         with self._viewing(session_id) as (conn, info):
             if info is None:
                 return None
+            with self._aux:
+                known = self._prefixes.get(session_id)
+                if known is not None and known[0][:2] == (info.incarnation, info.revision) \
+                        and known[0][2] >= until_seq:
+                    self._prefixes.move_to_end(session_id)
+                    return StoredLog(known[1].header, known[1].events, known[1].revision,
+                                     writers=list(known[1].writers))  # events: an immutable tuple, shared
             whole = until_seq >= info.next_seq or session_id in self._cache
             ranges = [] if whole else [(sid, start, min(end, until_seq))
                                        for sid, start, end in self._segments(conn, info) if start < until_seq]
@@ -284,7 +292,12 @@ class PostgresReads(GroupCommitStore):
                 events.extend(scan_rows(rows, start, end, tolerate_torn=False).events)
         except SessionCorruptionError:
             return self._load_stored(session_id)
-        return StoredLog(info.header, tuple(events), self._revision(info), writers=writers)
+        stored = StoredLog(info.header, tuple(events), self._revision(info), writers=writers)
+        with self._aux:  # a warm fork at or before this boundary reads nothing again
+            self._prefixes[session_id] = ((info.incarnation, info.revision, until_seq), stored)
+            while len(self._prefixes) > _CACHE_SIZE:
+                self._prefixes.popitem(last=False)
+        return StoredLog(info.header, stored.events, stored.revision, writers=list(writers))
 
     def _load_stored_from(self, session_id: str, from_seq: int) -> StoredLog | None:
         """A seek read: only rows from the one covering ``from_seq`` onward are fetched."""

@@ -141,6 +141,8 @@ class PostgresStore(PostgresReads):
         self._creating: dict[str, uuid.UUID] = {}
         """The incarnation of a session's first batch until it is known committed (a retry reuses it)."""
         self._cache: OrderedDict[str, tuple[tuple[uuid.UUID, int], StoredLog]] = OrderedDict()
+        self._prefixes: OrderedDict[str, tuple[tuple[uuid.UUID, int, int], StoredLog]] = OrderedDict()
+        """A fork's prefix reads (``_load_stored_until``), reused while the parent's revision holds."""
         self._snapshot: ContextVar[psycopg.Connection[Any] | None] = ContextVar(
             f"agentlog-snapshot-{id(self)}", default=None)
 
