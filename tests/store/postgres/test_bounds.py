@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 
 import pytest
 import zstandard
 
 from agentlog import Recorder, SessionHeader
-from agentlog.core.events import TURN_END
+from agentlog.core.events import TURN_END, Event
 from agentlog.errors import SessionCorruptionError
 from agentlog.store.postgres.rows import MAX_SCALAR_BYTES
 from agentlog.store.postgres.store import PostgresStore
@@ -54,14 +55,20 @@ def test_a_compressed_scalar_row_under_the_bound_still_loads(store: PostgresStor
         assert fresh.load("big").events == store.load("big").events
 
 
-def test_a_cold_fork_reads_only_the_prefix_it_shares(store: PostgresStore, schema: Schema) -> None:
+def three_turns(store: PostgresStore) -> tuple[Sequence[Event], int]:
+    """Session "p" of three turns, written through ``store`` (then closed): its events and the
+    seq of its first ``turn/end``."""
     for turn in range(3):
         with store.start(SessionHeader(id="p")) if turn == 0 else store.open("p") as live, \
                 Recorder(live).turn() as recorded:
             recorded.user_message(f"turn {turn}")
     events = store.load("p").events
-    boundary = next(event.seq for event in events if event.type == TURN_END)
     store.close()
+    return events, next(event.seq for event in events if event.type == TURN_END)
+
+
+def test_a_cold_fork_reads_only_the_prefix_it_shares(store: PostgresStore, schema: Schema) -> None:
+    events, boundary = three_turns(store)
     later = events[-3].seq  # a committed row of the last turn, past the boundary
     schema.sql("UPDATE {s}.events SET data = 'x' WHERE session_id = 'p' AND seq = %s", (later,))
     with schema.store() as cold:
@@ -75,13 +82,7 @@ def test_a_cold_fork_reads_only_the_prefix_it_shares(store: PostgresStore, schem
 
 def test_a_second_fork_reuses_the_prefix_read_while_the_revision_holds(store: PostgresStore,
                                                                        schema: Schema) -> None:
-    for turn in range(3):
-        with store.start(SessionHeader(id="p")) if turn == 0 else store.open("p") as live, \
-                Recorder(live).turn() as recorded:
-            recorded.user_message(f"turn {turn}")
-    events = store.load("p").events
-    boundary = next(event.seq for event in events if event.type == TURN_END)
-    store.close()
+    _events, boundary = three_turns(store)
     with schema.store() as cold:
         cold.fork("p", boundary, "c1").close()
         schema.sql("UPDATE {s}.events SET data = 'x' WHERE session_id = 'p' AND seq = 1")
