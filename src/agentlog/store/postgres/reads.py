@@ -39,7 +39,7 @@ from agentlog.store.integrity import Integrity, check_rows, torn_seq
 from agentlog.store.postgres.errors import translate
 from agentlog.store.postgres.rows import scan_rows, scan_suffix
 from agentlog.store.postgres.schema import Statements, ensure_schema
-from agentlog.store.postgres.search import SearchStatements, candidates
+from agentlog.store.postgres.search import SearchStatements, candidates, catch_up
 from agentlog.store.records import Listing, Recovery, Snapshot, StoredLog, Unreadable
 
 __all__ = ["PostgresReads", "SessionInfo", "session_info"]
@@ -104,6 +104,7 @@ class PostgresReads(GroupCommitStore):
     _aux: threading.Lock
     _incarnations: dict[str, uuid.UUID]
     _cache: OrderedDict[str, tuple[tuple[uuid.UUID, int], StoredLog]]
+    _prefixes: OrderedDict[str, tuple[tuple[uuid.UUID, int, int], StoredLog]]
     _snapshot: ContextVar[psycopg.Connection[Any] | None]
 
     # -- connections and setup ----------------------------------------------------------------
@@ -214,14 +215,19 @@ class PostgresReads(GroupCommitStore):
         segments.reverse()
         return segments
 
-    def _load_stored(self, session_id: str) -> StoredLog | None:
-        """The session as stored, from one snapshot; a cached decode is reused while its revision holds."""
+    @contextmanager
+    def _viewing(self, session_id: str) -> Iterator[tuple[psycopg.Connection[Any], SessionInfo | None]]:
+        """One session's read view: its connection and decoded ``sessions`` row (None: absent)."""
         self._ready()
         with translate(session_id, self.where), self._read_view() as conn:
             row = conn.execute(self._sql.session, (session_id,)).fetchone()
-            if row is None:
+            yield conn, None if row is None else session_info(row)
+
+    def _load_stored(self, session_id: str) -> StoredLog | None:
+        """The session as stored, from one snapshot; a cached decode is reused while its revision holds."""
+        with self._viewing(session_id) as (conn, info):
+            if info is None:
                 return None
-            info = session_info(row)
             with self._aux:
                 cached = self._cache.get(session_id)
                 if cached is not None and cached[0] == (info.incarnation, info.revision):
@@ -254,6 +260,44 @@ class PostgresReads(GroupCommitStore):
             while len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
         return StoredLog(info.header, stored.events, stored.revision, torn, writers=list(stored.writers))
+
+    def _load_stored_until(self, session_id: str, until_seq: int) -> StoredLog | None:
+        """A fork's prefix: only the rows holding seqs below ``until_seq`` are read and decoded
+        (the whole log when that is all of it, or when a row in the prefix does not decode: a
+        torn tail's, which only the whole read can tell from corruption)."""
+        with self._viewing(session_id) as (conn, info):
+            if info is None:
+                return None
+            with self._aux:
+                known = self._prefixes.get(session_id)
+                if known is not None and known[0][:2] == (info.incarnation, info.revision) \
+                        and known[0][2] >= until_seq:
+                    self._prefixes.move_to_end(session_id)
+                    return StoredLog(known[1].header, known[1].events, known[1].revision,
+                                     writers=list(known[1].writers))  # events: an immutable tuple, shared
+            whole = until_seq >= info.next_seq or session_id in self._cache
+            ranges = [] if whole else [(sid, start, min(end, until_seq))
+                                       for sid, start, end in self._segments(conn, info) if start < until_seq]
+            if not whole and until_seq > info.base_length:
+                ranges.append((session_id, info.base_length, until_seq))
+            parts = [(sid, start, end, conn.execute(self._sql.rows, (sid, start, end)).fetchall())
+                     for sid, start, end in ranges]
+        if whole:
+            return self._load_stored(session_id)
+        writers = chain_writers([(start, sid) for sid, start, _end, _rows in parts if sid != session_id],
+                                info.base_length, session_id)
+        events: list[Event] = []
+        try:
+            for _sid, start, end, rows in parts:
+                events.extend(scan_rows(rows, start, end, tolerate_torn=False).events)
+        except SessionCorruptionError:
+            return self._load_stored(session_id)
+        stored = StoredLog(info.header, tuple(events), self._revision(info), writers=writers)
+        with self._aux:  # a warm fork at or before this boundary reads nothing again
+            self._prefixes[session_id] = ((info.incarnation, info.revision, until_seq), stored)
+            while len(self._prefixes) > _CACHE_SIZE:
+                self._prefixes.popitem(last=False)
+        return StoredLog(info.header, stored.events, stored.revision, writers=list(writers))
 
     def _load_stored_from(self, session_id: str, from_seq: int) -> StoredLog | None:
         """A seek read: only rows from the one covering ``from_seq`` onward are fetched."""
@@ -312,6 +356,8 @@ class PostgresReads(GroupCommitStore):
     def search_candidates(self, folded: str, session_ids: Sequence[str]) -> Candidates | None:
         """Per session, the events the search index points at (None: scan it), from one snapshot."""
         self._ready()
+        with translate(None, self.where), self._pool.connection() as conn:
+            catch_up(conn, self._search_sql, session_ids)
         with translate(None, self.where), self._pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             return candidates(conn, self._search_sql, folded, session_ids, self._chain, list(self._live))

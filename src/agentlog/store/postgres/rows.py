@@ -19,12 +19,13 @@ import zstandard
 
 from agentlog.core.events import TURN_END, Event, surface_op_to_wire
 from agentlog.core.jsonvalue import dumps, loads
-from agentlog.errors import AgentlogError, SessionCorruptionError
+from agentlog.errors import AgentlogError, InvalidEventError, SessionCorruptionError
 from agentlog.store.codec import SQLITE_MAX_BYTES, SQLITE_MAX_MEMBERS, decode_row, pack_chunk_runs
 from agentlog.store.integrity import row_digest
 
 __all__ = [
     "COMPRESS_AT",
+    "MAX_SCALAR_BYTES",
     "ROW_COLUMNS",
     "Row",
     "RowScan",
@@ -40,6 +41,9 @@ COMPRESS_AT: Final = 4096
 """Row JSON of at least this many bytes is zstd-compressed when that is strictly smaller."""
 
 ZSTD_LEVEL: Final = 3
+MAX_SCALAR_BYTES: Final = 1 << 30
+"""The most JSON one scalar row may decompress to (PostgreSQL's own limit on a text value is
+1 GB): a frame declaring more is refused before anything is allocated (a zstd bomb)."""
 
 ROW_COLUMNS: Final = (
     "seq", "type", "time", "data", "data_zstd", "source_event_seqs", "surface_op", "op_first", "ignorable",
@@ -71,8 +75,12 @@ def encode_rows(events: Sequence[Event]) -> list[Row]:
     for record in pack_chunk_runs(events, max_members=SQLITE_MAX_MEMBERS, max_bytes=SQLITE_MAX_BYTES):
         if type(record) is Event:
             op, seqs = record[4], record[5]
+            raw = dumps(record[3])
+            if len(raw) > MAX_SCALAR_BYTES:  # stored, it could never be read back
+                raise InvalidEventError(f"event data of {len(raw)} bytes exceeds the {MAX_SCALAR_BYTES} "
+                                        "bytes a PostgreSQL row holds", seq=record[1], event_type=record[0])
             append((
-                record[1], record[0], record[2], *_body(dumps(record[3]), compressor),
+                record[1], record[0], record[2], *_body(raw, compressor),
                 None if seqs is None else list(seqs),
                 None if op is None else dumps(surface_op_to_wire(op)).decode("utf-8"),
                 True if record[7] else None,
@@ -109,22 +117,25 @@ _PARAMS: Final = ("seq", "type", "time", "data", "data_zstd", "seqs", "surface_o
 """The parameter names of ``encode_columns`` (``ROW_COLUMNS`` with provenance as ``seqs``)."""
 
 
-def _row_json(row: Sequence[Any], limit: int | None) -> bytes | str:
-    """The row's JSON text, decompressed when stored as zstd (bounded by ``limit`` if given)."""
+def _row_json(row: Sequence[Any], limit: int) -> bytes | str:
+    """The row's JSON text, decompressed when stored as zstd; a frame declaring more than
+    ``limit`` bytes is refused before anything is allocated."""
     text, packed = row[3], row[4]
     if text is not None:
         if packed is not None:
             raise ValueError("row has both data and data_zstd")
         if type(text) is not str:
             raise ValueError("data must be text")
-        if limit is not None and len(text) > limit:
+        if len(text) > limit:
             raise ValueError(f"data exceeds {limit} bytes")
         return text
     if type(packed) is not bytes or not packed.startswith(_ZSTD_MAGIC):
         raise ValueError("data_zstd must be a zstd frame")
     size = zstandard.frame_content_size(packed)
-    if size < 0 or (limit is not None and size > limit):
-        raise ValueError("data_zstd frame has no content size or exceeds the row cap")
+    if size < 0:
+        raise ValueError("data_zstd frame declares no content size")
+    if size > limit:
+        raise ValueError(f"data_zstd frame declares {size} bytes, more than a row may hold ({limit} bytes)")
     return zstandard.ZstdDecompressor().decompress(packed, max_output_size=size)
 
 
@@ -140,7 +151,8 @@ def decode_physical_row(row: Sequence[Any]) -> list[Event]:
         if len(raw) > SQLITE_MAX_BYTES:
             raise ValueError(f"packed row data exceeds {SQLITE_MAX_BYTES} bytes")
         return decode_row(kind, seq, time, loads(raw), min_members=3, max_members=SQLITE_MAX_MEMBERS)
-    wire: dict[str, Any] = {"type": kind, "seq": seq, "time": time, "data": loads(_row_json(row, None))}
+    wire: dict[str, Any] = {"type": kind, "seq": seq, "time": time, "data": loads(
+        _row_json(row, MAX_SCALAR_BYTES))}
     op_text, seqs, op_first = row[6], row[5], row[7]
     if op_first is not None and op_first is not True:
         raise ValueError("op_first must be NULL or true")

@@ -79,6 +79,9 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         "ALTER TABLE {schema}.sessions ADD COLUMN digest bytea",
         "ALTER TABLE {schema}.events ADD COLUMN digest bytea",
     )),
+    Migration(4, "the search index off the write path: a watermark per session (NULL: all rows indexed)", (
+        "ALTER TABLE {schema}.sessions ADD COLUMN indexed_to bigint CHECK (indexed_to >= 0)",
+    )),
 )
 """The schema's history. Append new migrations; never edit or reorder a released one."""
 
@@ -107,15 +110,16 @@ _TEMPLATES: Final = {
     "session": f"SELECT {_SESSION_COLUMNS} FROM {{schema}}.sessions WHERE id = %s",
     "sessions": f"SELECT {_SESSION_COLUMNS} FROM {{schema}}.sessions ORDER BY id",
     "exists": "SELECT 1 FROM {schema}.sessions WHERE id = %s",
-    "insert_session": f"INSERT INTO {{schema}}.sessions ({_SESSION_COLUMNS}, digest) "
-                      "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+    "insert_session": f"INSERT INTO {{schema}}.sessions ({_SESSION_COLUMNS}, digest, indexed_to) "
+                      "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
     "insert_rows": f"WITH inserted AS (INSERT INTO {{schema}}.events (session_id, {_ROW_COLUMNS}, digest) "
                    f"{_UNNEST}) {SEARCH_INSERT}",
-    "append": "WITH advanced AS (UPDATE {schema}.sessions SET next_seq = %(end)s, revision = revision + 1 "
+    "insert_unindexed": f"INSERT INTO {{schema}}.events (session_id, {_ROW_COLUMNS}, digest) {_UNNEST}",
+    "append": "WITH advanced AS (UPDATE {schema}.sessions SET next_seq = %(end)s, revision = revision + 1, "
+              "indexed_to = COALESCE(indexed_to, %(first)s) "
               "WHERE id = %(id)s AND next_seq = %(first)s AND incarnation = %(incarnation)s RETURNING 1), "
               f"inserted AS (INSERT INTO {{schema}}.events (session_id, {_ROW_COLUMNS}, digest) {_UNNEST} "
-              "WHERE EXISTS (SELECT FROM advanced)), "
-              f"indexed AS ({SEARCH_INSERT} WHERE EXISTS (SELECT FROM advanced)) "
+              "WHERE EXISTS (SELECT FROM advanced)) "
               "SELECT pg_notify(%(channel)s, %(end)s::text) FROM advanced",
     "rows": f"SELECT {_ROW_COLUMNS} FROM {{schema}}.events "
             "WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq",
@@ -127,7 +131,8 @@ _TEMPLATES: Final = {
     "lock_session": "SELECT next_seq, revision, incarnation FROM {schema}.sessions WHERE id = %s FOR UPDATE",
     "share_session": "SELECT next_seq FROM {schema}.sessions WHERE id = %s FOR KEY SHARE",
     "truncate": "DELETE FROM {schema}.events WHERE session_id = %s AND seq >= %s",
-    "set_cursor": "UPDATE {schema}.sessions SET next_seq = %s, revision = revision + 1 WHERE id = %s",
+    "set_cursor": "UPDATE {schema}.sessions SET next_seq = %s, revision = revision + 1, "
+                  "indexed_to = LEAST(COALESCE(indexed_to, next_seq), %s) WHERE id = %s",
     "detach": "UPDATE {schema}.sessions SET base_session = NULL, base_length = 0, revision = revision + 1 "
               "WHERE id = %s",
     "children": "SELECT id FROM {schema}.sessions WHERE base_session = %s ORDER BY id",
@@ -150,6 +155,7 @@ class Statements:
         self.exists = rendered["exists"]
         self.insert_session = rendered["insert_session"]
         self.insert_rows = rendered["insert_rows"]
+        self.insert_unindexed = rendered["insert_unindexed"]
         self.append = rendered["append"]
         self.rows = rendered["rows"]
         self.rows_from = rendered["rows_from"]

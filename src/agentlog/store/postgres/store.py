@@ -141,6 +141,8 @@ class PostgresStore(PostgresReads):
         self._creating: dict[str, uuid.UUID] = {}
         """The incarnation of a session's first batch until it is known committed (a retry reuses it)."""
         self._cache: OrderedDict[str, tuple[tuple[uuid.UUID, int], StoredLog]] = OrderedDict()
+        self._prefixes: OrderedDict[str, tuple[tuple[uuid.UUID, int, int], StoredLog]] = OrderedDict()
+        """A fork's prefix reads (``_load_stored_until``), reused while the parent's revision holds."""
         self._snapshot: ContextVar[psycopg.Connection[Any] | None] = ContextVar(
             f"agentlog-snapshot-{id(self)}", default=None)
 
@@ -183,7 +185,7 @@ class PostgresStore(PostgresReads):
 
     def _append_params(self, sid: str, events: Sequence[Event],
                        incarnation: uuid.UUID | None) -> dict[str, Any]:
-        return {"id": sid, **encode_columns(sid, events), **search_columns(events),
+        return {"id": sid, **encode_columns(sid, events),
                 "first": events[0].seq, "end": events[-1].seq + 1,
                 "channel": self.channel(sid), "incarnation": incarnation}
 
@@ -237,8 +239,8 @@ class PostgresStore(PostgresReads):
         with conn.pipeline(), conn.transaction():
             conn.execute(self._sql.insert_session,
                          (*_header_values(header), None, 0, params["end"], params["incarnation"], 1,
-                          row_digest(_header_values(header))))
-            conn.execute(self._sql.insert_rows, params)
+                          row_digest(_header_values(header)), 0))
+            conn.execute(self._sql.insert_unindexed, params)
             conn.execute(_NOTIFY, (params["channel"], str(params["end"])))
 
     def _send_appends(self, conn: psycopg.Connection[Any], batches: Sequence[dict[str, Any]]) -> list[bool]:
@@ -341,7 +343,7 @@ class PostgresStore(PostgresReads):
                 session_id=sid, seq=events[0].seq,
             )
         self._insert(conn, sid, events)
-        conn.execute(self._sql.set_cursor, (cursor + len(events), sid))
+        conn.execute(self._sql.set_cursor, (cursor + len(events), cursor, sid))
         conn.execute(_NOTIFY, (self.channel(sid), str(cursor + len(events))))
 
     def _repaired(self, conn: psycopg.Connection[Any], sid: str, before: tuple[Any, ...], torn: Any,
@@ -376,7 +378,7 @@ class PostgresStore(PostgresReads):
                                                  session_id=sid)
                 conn.execute(self._sql.insert_session,
                              (*_header_values(header), parent, length, length, incarnation, 1,
-                              row_digest(_header_values(header))))
+                              row_digest(_header_values(header)), length))
 
         try:
             self._once_more_if_lost(sid, write)
