@@ -19,6 +19,7 @@ from agentlog.store.urls import open_store
 from benchmarks.peer_common import SESSION_ID, PeerSystem
 from benchmarks.runner import current_rss, directory_bytes, peak_rss
 from benchmarks.store import CWD, fork_boundary
+from benchmarks.store_floor import physical_floor
 from benchmarks.workload import generation_seconds, record_workload
 
 __all__ = ["SYSTEMS", "fork", "load", "record"]
@@ -33,8 +34,8 @@ def _url(system: PeerSystem, root: Path) -> str:
     return URLS[system.variant].format(root=root)
 
 
-def _persist(url: str, turns: int) -> tuple[float, int]:
-    """Seconds to record ``turns`` turns durably at every ``turn/end``, and the events logged."""
+def _persist(url: str, turns: int) -> tuple[float, Session]:
+    """Seconds to record ``turns`` turns durably at every ``turn/end``, and the session recorded."""
     store = open_store(url)
     try:
         start = time.perf_counter()
@@ -44,11 +45,13 @@ def _persist(url: str, turns: int) -> tuple[float, int]:
         elapsed = time.perf_counter() - start
     finally:
         store.close()
-    return elapsed, live.session.seq
+    return elapsed, live.session
 
 
 def record(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, Any]) -> dict[str, float]:
-    """Record + persist ``turns`` turns into ``workdir/store`` (after a T = 1 warm-up elsewhere)."""
+    """Record + persist ``turns`` turns into ``workdir/store`` (after a T = 1 warm-up elsewhere);
+    for JSONL zstd, then the physical floor of the same events (``floor_*``: orjson.dumps, zstd
+    per turn, the same bytes written with one fsync per turn)."""
     if options.get("warmup"):
         scratch = workdir / "warmup"
         scratch.mkdir()
@@ -56,9 +59,13 @@ def record(system: PeerSystem, turns: int, workdir: Path, options: Mapping[str, 
         shutil.rmtree(scratch)
     root = workdir / "store"
     root.mkdir()
-    seconds, events = _persist(_url(system, root), turns)
-    return {"s": seconds, "bytes": directory_bytes(root), "items": events,
-            "generation_s": generation_seconds(turns)}
+    seconds, session = _persist(_url(system, root), turns)
+    result = {"s": seconds, "bytes": directory_bytes(root), "items": session.seq,
+              "generation_s": generation_seconds(turns)}
+    if system.variant == "jsonl-zstd":  # the physical floor of the same stream, in the same process
+        result.update({f"floor_{key}": value
+                       for key, value in physical_floor(session.events, workdir / "floor.bin").items()})
+    return result
 
 
 def _load(url: str) -> tuple[float, Session]:

@@ -78,6 +78,10 @@ RECORD_TARGETS: Final = {
     "adk-sqlite": Target(">=", 10.0), "openai-agents-sqlite": Target(">=", 3.0),
 }
 """Record + persist at T = 1000: how many times faster than each peer agentlog must be."""
+FLOOR_TARGET: Final = Target("<=", 2.0)
+"""agentlog's record + persist at T = 1000: at most this many times the physical floor."""
+FLOOR_PARTS: Final = ("floor", "dumps", "compress", "write")
+"""What a JSONL zstd record child returns as ``floor_<part>_s``: the floor and its three parts."""
 FASTER: Final = Target(">=", 1.0)
 LINEAR: Final = Target("<=", 1.2)
 """Growth exponent k of ``value ∝ T^k`` between the two largest sizes: linear, with room for noise."""
@@ -322,6 +326,9 @@ class _Runner:
             measured.samples.setdefault(name, []).append(float(result[key]))
         if "generation_s" in result:
             measured.samples.setdefault("generation", []).append(float(result["generation_s"]))
+        for key in FLOOR_PARTS:
+            if f"floor_{key}_s" in result:
+                measured.samples.setdefault(f"floor_{key}", []).append(float(result[f"floor_{key}_s"]))
         measured.items = float(result["items"])
         measured.checkpoints = result.get("checkpoints")
         return float(result["s"])
@@ -410,6 +417,7 @@ def _system_figures(ctx: Context, result: Measured, reference: Measured | None, 
                        group=group, baseline=None if is_reference else REFERENCE, ratio=ratio,
                        ratio_target=target, is_baseline=is_reference,
                        note=_items_note(result) if key == "record" else ""))
+    _floor_figures(ctx, result, turns)
     points = sorted(result.growth.items())
     for key, what in (("bytes", "bytes on disk"), ("load", "cold load"), ("record", "record + persist")):
         exponent = growth_exponent([(size, point[key]) for size, point in points])
@@ -419,6 +427,31 @@ def _system_figures(ctx: Context, result: Measured, reference: Measured | None, 
         ctx.add(Figure(f"growth.{key}_exponent", f"growth of {what}: k in T^k, {sizes}", "",
                        Stat.of([exponent]), group=group, baseline="linear (k = 1)", ratio=exponent,
                        ratio_target=LINEAR if system.is_agentlog and key in ("bytes", "load") else None))
+
+
+def _floor_figures(ctx: Context, result: Measured, turns: int) -> None:
+    """The physical floor of the same stream (measured in each record child, after recording)
+    and agentlog's record + persist as a multiple of it, run by run."""
+    samples = result.samples
+    floors, records = samples.get("floor_floor"), samples.get("record")
+    if not floors or not records:
+        return
+    parts = ", ".join(f"{what} {statistics.median(samples[f'floor_{key}']):.3f} s"
+                      for key, what in (("dumps", "orjson.dumps"), ("compress", "zstd per turn"),
+                                        ("write", "write + one fsync per turn")))
+    group = result.system.name
+    ctx.add(Figure("floor.s", "physical floor: orjson.dumps + zstd + one fsync per turn, same events", "s",
+                   Stat.of(floors), group=group, note=parts))
+    ratios = [record / floor for record, floor in zip(records, floors, strict=True) if floor > 0]
+    if not ratios:
+        return
+    stat = Stat.of(ratios)
+    net = [(record - drawn) / floor for record, drawn, floor
+           in zip(records, samples.get("generation", []), floors, strict=False) if floor > 0]
+    note = f"without drawing the workload text: {statistics.median(net):.2f}{TIMES}" if net else ""
+    ctx.add(Figure("floor.ratio", "record + persist ÷ the physical floor (run by run)", TIMES, stat,
+                   group=group, baseline="physical floor", ratio=stat.median,
+                   ratio_target=FLOOR_TARGET if turns >= TARGET_TURNS else None, note=note))
 
 
 def _bound(result: Measured, key: str) -> tuple[float, str] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -26,7 +26,7 @@ from benchmarks.runner import Context, Figure, Stat
 from benchmarks.store_backends import Backend
 
 __all__ = ["ZSTD_LEVEL", "Floor", "TimedFileSystem", "compressor", "json_lines", "measure_floor",
-           "plain_content", "split_turns"]
+           "physical_floor", "plain_content", "split_turns", "time_compress", "time_dumps", "time_write"]
 
 ZSTD_LEVEL: Final = 3
 """The level agentlog's JSONL store (and Node's zstd) uses."""
@@ -110,47 +110,66 @@ def compressor() -> zstandard.ZstdCompressor:
     return zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True, write_content_size=False)
 
 
+def time_dumps(wires: Sequence[object]) -> float:
+    """Seconds of ``orjson.dumps`` of every wire event."""
+    start = time.perf_counter()
+    for wire in wires:
+        orjson.dumps(wire)
+    return time.perf_counter() - start
+
+
+def time_compress(batches: Sequence[bytes], zstd: zstandard.ZstdCompressor) -> float:
+    """Seconds of zstd (one frame) of each turn's bytes."""
+    start = time.perf_counter()
+    for batch in batches:
+        zstd.compress(batch)
+    return time.perf_counter() - start
+
+
+def time_write(chunks: Sequence[bytes], target: Path) -> float:
+    """Seconds to append ``chunks`` to a new file at ``target``, one fsync after each (then removed)."""
+    start = time.perf_counter()
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+    try:
+        for chunk in chunks:
+            os.write(fd, chunk)
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    elapsed = time.perf_counter() - start
+    os.unlink(target)
+    return elapsed
+
+
+def physical_floor(events: Sequence[Event], target: Path) -> dict[str, float]:
+    """One run of the JSONL zstd floor of ``events``: ``dumps_s``, ``compress_s``, ``write_s`` and
+    their sum ``floor_s`` (the peers suite measures it in its record child, beside agentlog)."""
+    wires = [thaw(event.to_wire()) for event in events]
+    plain = b"".join(orjson.dumps(wire) + b"\n" for wire in wires)
+    batches = split_turns(plain)
+    zstd = compressor()
+    chunks = [zstd.compress(batch) for batch in batches]
+    parts = {"dumps_s": time_dumps(wires), "compress_s": time_compress(batches, zstd),
+             "write_s": time_write(chunks, target)}
+    return {**parts, "floor_s": sum(parts.values())}
+
+
 def measure_floor(ctx: Context, backend: Backend, workdir: Path, events: Sequence[Event],
                   plain: bytes) -> Floor:
     """Measure and report the physical floor of persisting ``events`` (``plain``: their JSONL)."""
     wires = [thaw(event.to_wire()) for event in events]
     batches = split_turns(plain)
-
-    def dumps() -> Mapping[str, float]:
-        start = time.perf_counter()
-        for wire in wires:
-            orjson.dumps(wire)
-        return {"s": time.perf_counter() - start}
-
-    floor = Floor(ctx.measure(f"{backend.name} baseline: orjson.dumps of every event", dumps)["s"], None, [])
+    floor = Floor(ctx.measure(f"{backend.name} baseline: orjson.dumps of every event",
+                              lambda: {"s": time_dumps(wires)})["s"], None, [])
     chunks = batches
     if backend.encoding == "zstd":
         zstd = compressor()
-
-        def compress() -> Mapping[str, float]:
-            start = time.perf_counter()
-            for batch in batches:
-                zstd.compress(batch)
-            return {"s": time.perf_counter() - start}
-
-        floor.compress = ctx.measure(f"{backend.name} baseline: zstandard per turn", compress)["s"]
+        floor.compress = ctx.measure(f"{backend.name} baseline: zstandard per turn",
+                                     lambda: {"s": time_compress(batches, zstd)})["s"]
         chunks = [zstd.compress(batch) for batch in batches]
     target = workdir / "floor.bin"
-
-    def write() -> Mapping[str, float]:
-        start = time.perf_counter()
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
-        try:
-            for chunk in chunks:
-                os.write(fd, chunk)
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        elapsed = time.perf_counter() - start
-        os.unlink(target)
-        return {"s": elapsed}
-
-    floor.write = ctx.measure(f"{backend.name} baseline: write the same bytes, fsync per turn", write)["s"]
+    floor.write = ctx.measure(f"{backend.name} baseline: write the same bytes, fsync per turn",
+                              lambda: {"s": time_write(chunks, target)})["s"]
     group = backend.name
     ctx.add(Figure("baseline.dumps_s", "orjson.dumps of every event", "s", Stat.of(floor.dumps),
                    group=group, is_baseline=True))

@@ -86,3 +86,19 @@ def test_import_agentlog_loads_the_core_only() -> None:
              "print('agentlog.compaction.engine' in sys.modules, 'asyncio' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == ["[]", "True True"]
+
+
+def test_import_agentlog_loads_only_the_errors_until_a_name_is_used() -> None:
+    """``import agentlog`` is a fixed cost of every program and CLI run (issue 30: at most
+    80 ms): it loads ``agentlog.errors`` and ``agentlog.version`` only; the first use of a name
+    loads its module, and the name is then the module's own object."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, agentlog\n"
+             "print(sorted(name for name in sys.modules if name.startswith('agentlog.')))\n"
+             "from agentlog import Session, open_store\n"
+             "import agentlog.core.session as core, agentlog.store.urls as urls\n"
+             "print(Session is core.Session, open_store is urls.open_store, 'Session' in vars(agentlog))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["['agentlog.errors', 'agentlog.version']", "True True True"]

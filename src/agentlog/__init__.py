@@ -5,24 +5,6 @@ The public API lives here and only here; submodules are implementation.
 
 from typing import TYPE_CHECKING
 
-from agentlog.core.events import KNOWN_EVENT_TYPES, SURFACE_TYPES, Event, Replace, SurfaceOp
-from agentlog.core.fork import fork
-from agentlog.core.header import FORMAT_VERSION, SessionHeader
-from agentlog.core.invariants import InvariantChecker, check_invariants
-from agentlog.core.jsonvalue import FrozenDict, freeze, is_json_value, thaw
-from agentlog.core.messages import Message, derive_event_message, transcript
-from agentlog.core.repair import interrupted_turn_closers
-from agentlog.core.request_header import canonical_header, fold_request_header, header_equals
-from agentlog.core.session import EventsView, Session
-from agentlog.core.surface import (
-    Replacement,
-    Surface,
-    SurfaceFold,
-    fold_surface,
-    is_append_surface_event,
-    is_replacement_surface_event,
-    is_surface_event,
-)
 from agentlog.errors import (
     AgentlogError,
     CompactionConfigError,
@@ -47,18 +29,6 @@ from agentlog.errors import (
     UsageError,
     WriteFailedError,
 )
-from agentlog.ops.follow import follow
-from agentlog.ops.gc import Collected, collect_garbage
-from agentlog.ops.redact import SecretFinding, find_secrets, redact_text, redact_value
-from agentlog.ops.search import Hit, SearchResult, search_store
-from agentlog.ops.stats import SessionStats, StoreStats, store_stats
-from agentlog.recording.recorder import Recorder, Step, Turn
-from agentlog.store.base import Store
-from agentlog.store.jsonl.store import JsonlStore
-from agentlog.store.memory import MemoryStore
-from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, Unreadable
-from agentlog.store.urls import open_store
-from agentlog.store.writer import LiveSession
 
 if TYPE_CHECKING:
     from agentlog.audit import AuditCheck, AuditReport, audit_session
@@ -71,19 +41,106 @@ if TYPE_CHECKING:
     from agentlog.compaction.summarizers import ExtractiveSummarizer, OpenAICompatibleSummarizer
     from agentlog.compaction.summary import Summarizer, SummaryRequest, SummaryResult, SyncSummarizer
     from agentlog.compaction.tokens import TokenMeter
+    from agentlog.core.events import KNOWN_EVENT_TYPES, SURFACE_TYPES, Event, Replace, SurfaceOp
+    from agentlog.core.fork import fork
+    from agentlog.core.header import FORMAT_VERSION, SessionHeader
+    from agentlog.core.invariants import InvariantChecker, check_invariants
+    from agentlog.core.jsonvalue import FrozenDict, freeze, is_json_value, thaw
+    from agentlog.core.messages import Message, derive_event_message, transcript
+    from agentlog.core.repair import interrupted_turn_closers
+    from agentlog.core.request_header import canonical_header, fold_request_header, header_equals
+    from agentlog.core.session import EventsView, Session
+    from agentlog.core.surface import (
+        Replacement,
+        Surface,
+        SurfaceFold,
+        fold_surface,
+        is_append_surface_event,
+        is_replacement_surface_event,
+        is_surface_event,
+    )
     from agentlog.io.exporters import EXPORTERS, ExportSource
     from agentlog.io.exporters import export as export_session
     from agentlog.io.importers import IMPORTERS, Imported, SourceFile, save_imported
+    from agentlog.ops.follow import follow
+    from agentlog.ops.gc import Collected, collect_garbage
+    from agentlog.ops.redact import SecretFinding, find_secrets, redact_text, redact_value
     from agentlog.ops.scrub import ScrubReport, secret_locations
     from agentlog.ops.scrub import scrub as scrub_store
     from agentlog.ops.scrub_text import Secrets
+    from agentlog.ops.search import Hit, SearchResult, search_store
+    from agentlog.ops.stats import SessionStats, StoreStats, store_stats
     from agentlog.ops.upgrade import UpgradeCheck, check_upgrade
+    from agentlog.recording.recorder import Recorder, Step, Turn
+    from agentlog.store.base import Store
+    from agentlog.store.jsonl.store import JsonlStore
+    from agentlog.store.memory import MemoryStore
     from agentlog.store.postgres.store import PostgresStore
+    from agentlog.store.records import Inspection, Listing, RawArtifact, Recovery, Snapshot, Unreadable
     from agentlog.store.sqlite.store import SqliteStore
+    from agentlog.store.urls import open_store
+    from agentlog.store.writer import LiveSession
 
 from agentlog.version import __version__
 
 _LAZY: dict[str, tuple[str, str]] = {
+    "KNOWN_EVENT_TYPES": ("agentlog.core.events", "KNOWN_EVENT_TYPES"),
+    "SURFACE_TYPES": ("agentlog.core.events", "SURFACE_TYPES"),
+    "Event": ("agentlog.core.events", "Event"),
+    "Replace": ("agentlog.core.events", "Replace"),
+    "SurfaceOp": ("agentlog.core.events", "SurfaceOp"),
+    "fork": ("agentlog.core.fork", "fork"),
+    "FORMAT_VERSION": ("agentlog.core.header", "FORMAT_VERSION"),
+    "SessionHeader": ("agentlog.core.header", "SessionHeader"),
+    "InvariantChecker": ("agentlog.core.invariants", "InvariantChecker"),
+    "check_invariants": ("agentlog.core.invariants", "check_invariants"),
+    "FrozenDict": ("agentlog.core.jsonvalue", "FrozenDict"),
+    "freeze": ("agentlog.core.jsonvalue", "freeze"),
+    "is_json_value": ("agentlog.core.jsonvalue", "is_json_value"),
+    "thaw": ("agentlog.core.jsonvalue", "thaw"),
+    "Message": ("agentlog.core.messages", "Message"),
+    "derive_event_message": ("agentlog.core.messages", "derive_event_message"),
+    "transcript": ("agentlog.core.messages", "transcript"),
+    "interrupted_turn_closers": ("agentlog.core.repair", "interrupted_turn_closers"),
+    "canonical_header": ("agentlog.core.request_header", "canonical_header"),
+    "fold_request_header": ("agentlog.core.request_header", "fold_request_header"),
+    "header_equals": ("agentlog.core.request_header", "header_equals"),
+    "EventsView": ("agentlog.core.session", "EventsView"),
+    "Session": ("agentlog.core.session", "Session"),
+    "Replacement": ("agentlog.core.surface", "Replacement"),
+    "Surface": ("agentlog.core.surface", "Surface"),
+    "SurfaceFold": ("agentlog.core.surface", "SurfaceFold"),
+    "fold_surface": ("agentlog.core.surface", "fold_surface"),
+    "is_append_surface_event": ("agentlog.core.surface", "is_append_surface_event"),
+    "is_replacement_surface_event": ("agentlog.core.surface", "is_replacement_surface_event"),
+    "is_surface_event": ("agentlog.core.surface", "is_surface_event"),
+    "follow": ("agentlog.ops.follow", "follow"),
+    "Collected": ("agentlog.ops.gc", "Collected"),
+    "collect_garbage": ("agentlog.ops.gc", "collect_garbage"),
+    "SecretFinding": ("agentlog.ops.redact", "SecretFinding"),
+    "find_secrets": ("agentlog.ops.redact", "find_secrets"),
+    "redact_text": ("agentlog.ops.redact", "redact_text"),
+    "redact_value": ("agentlog.ops.redact", "redact_value"),
+    "Hit": ("agentlog.ops.search", "Hit"),
+    "SearchResult": ("agentlog.ops.search", "SearchResult"),
+    "search_store": ("agentlog.ops.search", "search_store"),
+    "SessionStats": ("agentlog.ops.stats", "SessionStats"),
+    "StoreStats": ("agentlog.ops.stats", "StoreStats"),
+    "store_stats": ("agentlog.ops.stats", "store_stats"),
+    "Recorder": ("agentlog.recording.recorder", "Recorder"),
+    "Step": ("agentlog.recording.recorder", "Step"),
+    "Turn": ("agentlog.recording.recorder", "Turn"),
+    "Store": ("agentlog.store.base", "Store"),
+    "JsonlStore": ("agentlog.store.jsonl.store", "JsonlStore"),
+    "MemoryStore": ("agentlog.store.memory", "MemoryStore"),
+    "Inspection": ("agentlog.store.records", "Inspection"),
+    "Listing": ("agentlog.store.records", "Listing"),
+    "RawArtifact": ("agentlog.store.records", "RawArtifact"),
+    "Recovery": ("agentlog.store.records", "Recovery"),
+    "Snapshot": ("agentlog.store.records", "Snapshot"),
+    "Unreadable": ("agentlog.store.records", "Unreadable"),
+    "open_store": ("agentlog.store.urls", "open_store"),
+    "LiveSession": ("agentlog.store.writer", "LiveSession"),
     "AuditCheck": ("agentlog.audit", "AuditCheck"),
     "AuditReport": ("agentlog.audit", "AuditReport"),
     "audit_session": ("agentlog.audit", "audit_session"),
@@ -120,9 +177,10 @@ _LAZY: dict[str, tuple[str, str]] = {
     "UpgradeCheck": ("agentlog.ops.upgrade", "UpgradeCheck"),
     "check_upgrade": ("agentlog.ops.upgrade", "check_upgrade"),
 }
-"""Public names loaded on first access, as (module, attribute): compaction, audit, import,
-export, scrub, upgrade checks and the database stores load their modules (and asyncio, sqlite3) only
-when used, so ``import agentlog`` stays light; ``PostgresStore`` needs the ``postgres`` extra."""
+"""Every public name but the errors and ``__version__``, loaded on first access as (module,
+attribute): ``import agentlog`` costs only ``agentlog.errors`` (issue 30), and a program loads
+what it uses (compaction, audit, import, export, scrub and the database stores with asyncio and
+sqlite3 only when called); ``PostgresStore`` needs the ``postgres`` extra."""
 
 
 def __getattr__(name: str) -> object:

@@ -23,6 +23,7 @@ from agentlog.core.jsonvalue import (
     _loads_iterative,
     dumps,
     frozen_dict,
+    is_safe_int_tuple,
     json_equal,
     loads,
 )
@@ -520,3 +521,19 @@ def test_values_composed_from_frozen_parts_never_crash_the_serializer() -> None:
     done = subprocess.run([sys.executable, "-c", COMPOSE], capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-300:]
     assert int(done.stdout) > 60 * 48
+
+
+_SEQ_MEMBERS = st.one_of(st.integers(min_value=-2 * MAX_SAFE_INTEGER, max_value=2 * MAX_SAFE_INTEGER),
+                         st.booleans(), st.floats(allow_nan=False), st.none(), st.builds(IntSubclass))
+
+
+@given(st.lists(_SEQ_MEMBERS, max_size=6), st.booleans())
+def test_is_safe_int_tuple_holds_exactly_when_freeze_returns_the_tuple_of_ints_itself(
+        members: list[Any], as_tuple: bool) -> None:
+    """The append fast path of ``sourceEventSeqs`` (issue 30) skips ``freeze`` only where it
+    would have returned the value itself: bools, int subclasses, unsafe ints and lists go through."""
+    value: Any = tuple(members) if as_tuple else members
+    plain = as_tuple and all(type(m) is int and abs(m) <= MAX_SAFE_INTEGER for m in members)
+    assert is_safe_int_tuple(value) is plain
+    if plain:
+        assert freeze(value) is value

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentlog import (
     FrozenDict,
@@ -218,3 +220,29 @@ def test_request_context_is_incremental_and_each_record_replaces_the_last() -> N
     assert "contextWindow" not in latest
     with pytest.raises(TypeError):
         latest["model"] = "x"
+
+
+_TOOLS = st.lists(st.sampled_from([
+    TOOL, {"name": "read", "parameters": {"type": "object", "properties": {}}, "description": "Read a file"},
+    {"name": "run", "description": "Run a command"},
+]), max_size=3)
+_CONFIGS = st.fixed_dictionaries({"provider": st.sampled_from(["p", "q"]), "model": st.just("m")},
+                                 optional={"maxTokens": st.sampled_from([1, 2])})
+_HEADERS = st.fixed_dictionaries({"config": _CONFIGS},
+                                 optional={"system": st.sampled_from(["", "be brief", "be kind"]),
+                                           "tools": _TOOLS})
+
+
+@given(_HEADERS, _HEADERS)
+def test_header_equals_answers_the_same_for_shared_and_copied_members(x: Any, y: Any) -> None:
+    """Issue 30's fast path (the same frozen tools object is equal without dumps) never changes
+    an answer: a header and its canonical form share members; fresh copies share none."""
+    a, b = freeze(x), freeze(y)
+
+    def copy(value: Any) -> Any:
+        return freeze(thaw(value))
+
+    for left, right in ((a, b), (canonical_header(a), a), (canonical_header(b), canonical_header(b)),
+                        (a, canonical_header(a))):
+        assert header_equals(left, right) == header_equals(copy(left), copy(right))
+    assert header_equals(canonical_header(a), canonical_header(a))

@@ -18,7 +18,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 import orjson
 
@@ -33,6 +33,7 @@ __all__ = [
     "dumps",
     "dumps_indented",
     "freeze",
+    "is_safe_int_tuple",
     "frozen_dict",
     "frozen_object",
     "is_json_value",
@@ -244,6 +245,16 @@ def freeze(value: Any, *, root: str = "value", what: str = "not losslessly JSON-
     if problem is not None:
         raise InvalidEventError(f"{what}: {problem}", path=root)
     return value
+
+
+def is_safe_int_tuple(value: Any) -> bool:
+    """True when ``freeze(value)`` is ``value`` itself because it is a tuple of safe ints: the
+    check in C (``set``, ``min``, ``max``) instead of member by member."""
+    return value.__class__ is tuple and (not value or (
+        set(map(type, value)) == _INT and min(value) >= -MAX_SAFE_INTEGER and max(value) <= MAX_SAFE_INTEGER))
+
+
+_INT: Final = {int}
 
 
 def _freeze_dict(value: dict[str, Any], depth: int) -> FrozenDict:

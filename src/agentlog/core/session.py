@@ -28,7 +28,7 @@ from agentlog.core.events import (
     parse_markers,
 )
 from agentlog.core.header import SessionHeader, now_ms
-from agentlog.core.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze, valid_text
+from agentlog.core.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, freeze, is_safe_int_tuple, valid_text
 from agentlog.core.messages import Message, derive_event_message
 from agentlog.core.packed import ChunkRun, EventsView, LazySpan, LogEntry
 from agentlog.core.request_header import canonical_header, event_header
@@ -490,7 +490,7 @@ class Session:
         )
         if surface_op is not None and not isinstance(surface_op, (str, Replace)):
             freeze(surface_op, root="surfaceOp", what="non-JSON-serializable surface metadata")
-        if source_seqs is not None:
+        if source_seqs is not None and not is_safe_int_tuple(source_seqs):  # a recorder's 40 chunk seqs
             source_seqs = freeze(source_seqs, root="sourceEventSeqs",
                                  what="non-JSON-serializable surface metadata")
         if event_type in SURFACE_TYPES or surface_op is not None or source_seqs is not None:

@@ -501,3 +501,27 @@ def test_a_resume_keeps_long_lines_and_look_alike_objects_exactly(tmp_path: Path
         list(extra.items()) for extra in look_alikes]
     assert [type(message["source"]["a"]) for message in messages[1:]] == [int, bool, int, float]
     resumed.close()
+
+
+def test_a_closed_session_of_a_few_hundred_kilobytes_has_a_checkpoint_its_next_load_resumes_from(
+        tmp_path: Path) -> None:
+    """Issue 30: at 1 MiB a 200-turn workload session (0.97 MB zstd) had none, so its cold load
+    parsed all 36k events; past 256 KiB (60 turns here) the close writes one and a cold load
+    resumes from it (its prefix stays unparsed spans) with the same messages."""
+    store = JsonlStore(tmp_path, compression="zstd")
+    live = store.start(SessionHeader(id="s", cwd="/tmp"))
+    record_workload(live.session, 60, flush=live.flush)
+    live.close()
+    messages = live.session.derive_messages()
+    store.close()
+    transcript = next(tmp_path.rglob("*.jsonl.zstd"))
+    assert 1 << 18 < transcript.stat().st_size < 1 << 20
+    assert transcript.with_name(transcript.name + CHECKPOINT_SUFFIX).exists()
+    cold = JsonlStore(tmp_path, compression="zstd")
+    try:
+        loaded = cold.open("s")
+        assert isinstance(loaded.session._log[0], LazySpan)
+        assert loaded.session.derive_messages() == messages
+        loaded.close()
+    finally:
+        cold.close()

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
 import zstandard
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentlog.errors import SessionCorruptionError
 from agentlog.store.jsonl.zstd_frames import (
@@ -195,3 +198,19 @@ def test_decode_torn_frame_of_a_frame_header_is_empty() -> None:
 def test_decode_torn_frame_of_garbage_is_empty() -> None:
     assert decode_torn_frame(ZSTD_MAGIC + b"\x00\x58" + (8 << 3 | 2 << 1).to_bytes(3, "little")
                              + b"\xff" * 8) == b""
+
+
+@given(st.lists(st.binary(max_size=3000), min_size=1, max_size=4))
+def test_compress_frame_writes_a_fresh_compressors_bytes_on_its_reused_context(texts: list[bytes]) -> None:
+    """The per-thread compressor (issue 30) writes each frame exactly as a new one would (DSH's
+    frames are compared byte for byte), however many frames it wrote before, on any thread."""
+    def fresh(text: bytes) -> bytes:
+        frame = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=False).compressobj()
+        return frame.compress(text) + frame.flush()
+
+    assert [compress_frame(text) for text in texts] == [fresh(text) for text in texts]
+    elsewhere: list[bytes] = []
+    worker = threading.Thread(target=lambda: elsewhere.extend(map(compress_frame, texts)))
+    worker.start()
+    worker.join()
+    assert elsewhere == [fresh(text) for text in texts]

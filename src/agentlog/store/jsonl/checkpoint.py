@@ -63,7 +63,7 @@ __all__ = ["CHECKPOINT_SUFFIX", "DEFAULT_CHECKPOINT_BYTES", "JsonlCheckpoints"]
 logger = logging.getLogger("agentlog")
 
 CHECKPOINT_SUFFIX: Final = ".ckpt"
-DEFAULT_CHECKPOINT_BYTES: Final = 1 << 20
+DEFAULT_CHECKPOINT_BYTES: Final = 1 << 18
 """A new checkpoint once this many transcript bytes lie after the last one (or there is none)."""
 
 _MAGIC: Final = b"agentlog-ckpt\n"

@@ -12,6 +12,7 @@ so a frame that expands to gigabytes is read in pieces of about ``PIECE_BYTES``.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
@@ -70,12 +71,20 @@ class FrameScan:
     torn_start: int | None = None
 
 
+_compressors = threading.local()
+"""One ``ZstdCompressor`` per thread (not thread-safe; a fresh one costs ~30 us of set-up a batch)."""
+
+
 def compress_frame(plaintext: bytes) -> bytes:
-    """One independent standard frame holding ``plaintext``, with a content checksum."""
-    compressor = zstandard.ZstdCompressor(
-        level=COMPRESSION_LEVEL, write_checksum=True, write_content_size=False
-    ).compressobj()
-    return compressor.compress(plaintext) + compressor.flush()
+    """One independent standard frame holding ``plaintext``, with a content checksum. Each
+    ``compressobj`` starts a new frame on the thread's reused context: the same bytes as a fresh
+    compressor's."""
+    compressor: zstandard.ZstdCompressor | None = getattr(_compressors, "zstd", None)
+    if compressor is None:
+        compressor = _compressors.zstd = zstandard.ZstdCompressor(
+            level=COMPRESSION_LEVEL, write_checksum=True, write_content_size=False)
+    frame = compressor.compressobj()
+    return frame.compress(plaintext) + frame.flush()
 
 
 def _corrupt(detail: str, offset: int, path: str | None) -> SessionCorruptionError:
