@@ -250,6 +250,9 @@ _DOC_LINE = re.compile(
     r'^\s*(?:/\*\*?|\*(?!/)|///?!?|#(?![!\w\[{])|"""|\'\'\'|@moduledoc\s+""")\s?(.*?)\s*(?:\*/|"""|\'\'\')?\s*$')
 
 
+_BANNER = re.compile(r"[=*#~_-]{3,}")
+
+
 def file_purpose(text: str, limit: int = 220) -> str | None:
     """The first comment block of a file's first 60 lines (a module docstring, a JSDoc before its
     main export): what the file says it is for, in one line; None when it has none."""
@@ -261,9 +264,12 @@ def file_purpose(text: str, limit: int = 220) -> str | None:
                 break
             continue
         words = match.group(1).strip()
-        if words and not words.startswith(("@", "eslint", "prettier", "type:", "noqa", "-*-")):
+        if len(_BANNER.sub(" ", words).split()) < 2:
+            continue  # a banner (``==== TYPES ====``) marks a section, it says nothing of the file
+        if not words.startswith(("@", "eslint", "prettier", "type:", "noqa", "-*-")):
             block.append(words)
     purpose = " ".join(block).strip()
     if len(purpose) < 20:
         return None
     return purpose if len(purpose) <= limit else purpose[: limit - 1].rstrip() + "…"
+
