@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentlog.compaction.checkpoint_facts import file_purpose
+from agentlog.compaction.checkpoint_facts import file_purpose, removed_notes
 from agentlog.compaction.fidelity import extract_facts
 from agentlog.compaction.noise import Noise, environment_fields, typed_request
 from tests.compaction.test_checkpoint import section
@@ -116,3 +116,14 @@ def test_an_early_negative_constraint_and_a_test_count_survive_a_long_history(
     assert len(text_) <= 2_500
     assert "Never touch migrations/0001_init.sql" in text_
     assert f"{passed} passed, {failed} failed" in text_
+
+
+def test_an_edit_notes_the_names_and_imports_it_removed() -> None:
+    old = "import pytest\nimport json\n\ndef type_color(kind):\n    return 'red'\n\ndef keep():\n    pass\n"
+    new = "import json\n\ndef keep():\n    pass\n"
+    assert removed_notes({"old_string": old, "new_string": new}) == ["type_color", "import pytest"]
+    assert removed_notes({"old_string": "a = 1", "new_string": "a = 1\nb = 2"}) == []
+    assert removed_notes({"content": old}) == []
+    edit = call("e1", "Edit", {"file_path": "/p/tests/test_x.py", "old_string": old, "new_string": new})
+    files = section(summary(user("tidy the tests"), assistant(edit), result("e1", "ok")), "Files and Code")
+    assert "removes `type_color`, `import pytest`" in files

@@ -19,6 +19,7 @@ from agentlog.compaction.checkpoint_facts import (
     change_notes,
     commits,
     file_purpose,
+    removed_notes,
 )
 from agentlog.compaction.checkpoint_shell import (
     branch_of,
@@ -250,6 +251,8 @@ class Walk:
         """The user's answers to the agent's questions (``AskUserQuestion``): the user's own words."""
         self.approvals: list[str] = []
         """Plans the user approved (``ExitPlanMode``), their first line."""
+        self.file_removed: dict[str, list[str]] = {}
+        """What the edits removed (names their deleted lines defined, imports), by path."""
         self.noise = Noise(())
         self._calls: dict[str, _Call] = {}
         self._open: list[ErrorFix] = []
@@ -408,6 +411,8 @@ class Walk:
 
     def _edit(self, path: str, args: dict[str, Any]) -> None:
         notes = self.file_notes.setdefault(path, [])
+        removed = self.file_removed.setdefault(path, [])
+        removed.extend(note for note in removed_notes(args) if note not in removed)
         for note in change_notes(args) or added_lines(args):
             if note not in notes:
                 notes.append(note)

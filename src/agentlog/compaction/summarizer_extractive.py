@@ -98,6 +98,9 @@ def _add_files(draft: Draft, walk: Walk, facts: ShadowedFacts) -> None:
         defines = walk.file_defines.get(path)
         if path in walk.file_notes:
             added = f": adds {', '.join(f'`{n}`' for n in notes)}" if notes else ""
+            gone = walk.file_removed.get(path)
+            if gone:
+                added += ("; " if added else ": ") + "removes " + ", ".join(f"`{n}`" for n in gone)
             draft.add(_FILES, 60, f"`{shown[path]}` ({', '.join(tools)}){added}")
         elif defines:
             draft.add(_FILES, 32, f"`{shown[path]}` ({', '.join(tools)}): defines "
