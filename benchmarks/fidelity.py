@@ -44,7 +44,7 @@ from benchmarks.runner import Comparison, Context, Figure, Stat, Suite, Target
 __all__ = [
     "CANDIDATES", "POLICIES", "SUITE", "Candidate", "PolicyRow", "Scored", "evaluate", "fidelity_markdown",
     "group_rows",
-    "policy_markdown", "policy_rows", "pruned_messages", "transcript_text",
+    "policy_markdown", "real_compaction_rows", "policy_rows", "pruned_messages", "transcript_text",
 ]
 
 QUICK_BELOW_TURNS: Final = 100
@@ -187,6 +187,12 @@ def evaluate(compactions: Sequence[ClaudeCompaction], probe_sets: Sequence[Probe
     return rows
 
 
+def real_compaction_rows(rows: Sequence[Scored]) -> list[Scored]:
+    """The rows of the sessions Claude summarized itself: the like-for-like comparison with it."""
+    claude = {r.session for r in rows if r.size == "claude"}
+    return [r for r in rows if r.session in claude]
+
+
 def group_rows(rows: Sequence[Scored], listed: Sequence[ProbeSet], group: str) -> list[Scored]:
     """The rows of the sessions with a set of ``group``, scored on that set's probes only."""
     probes = {p.session: p.probes for p in listed if p.group == group}
@@ -304,7 +310,12 @@ def _run(ctx: Context) -> None:
         ctx.note(f"quick run (--turns < {QUICK_BELOW_TURNS}): one compaction only, no policy table")
     compactions = load_compactions(data, probe_sets)
     meter, count = ("heuristic meter (utf16/4)", Pricer().text) if quick else token_counter()
-    rows = evaluate(compactions, probe_sets, count)
+    from benchmarks.fidelity_llm import URL_ENV, llm_candidate  # it imports this module's Candidate
+
+    llm = llm_candidate()
+    if llm is None:
+        ctx.note(f"LLM summarizer: not run (set {URL_ENV} and its model to score it on the same probes)")
+    rows = evaluate(compactions, probe_sets, count, CANDIDATES + ((llm,) if llm else ()))
     claude_got, claude_total = _pooled([r for r in rows if r.size == "claude"], None)
     for label, group in _groups(rows):
         if group[0].candidate != CANDIDATES[0].name:
@@ -329,6 +340,9 @@ def _run(ctx: Context) -> None:
     ctx.compare(Comparison("probe recall by category", caption, columns, labelled))
     ctx.note(f"probes: benchmarks/data/fidelity_probes.json sha256 {probe_digest()}")
     ctx.note(fidelity_markdown(rows))
+    claude_sessions = {r.session for r in rows if r.size == "claude"}
+    ctx.note(f"the {len(claude_sessions)} real compactions only, per category against Claude's own "
+             "summaries:\n" + fidelity_markdown(real_compaction_rows(rows)))
     for name in dict.fromkeys(p.group for p in listed):
         ctx.note(f"{name} probes only:\n" + fidelity_markdown(group_rows(rows, listed, name)))
     if not quick:

@@ -16,7 +16,7 @@ from typing import Any
 
 __all__ = [
     "Commit", "Issue", "Tracker", "added_lines", "change_notes", "commits", "file_purpose", "issue_bodies",
-    "is_prohibition", "spec_lines",
+    "is_prohibition", "removed_notes", "spec_lines",
 ]
 
 _COMMIT = re.compile(r"^\[([\w./@+-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+?)\s*$", re.MULTILINE)
@@ -250,6 +250,9 @@ _DOC_LINE = re.compile(
     r'^\s*(?:/\*\*?|\*(?!/)|///?!?|#(?![!\w\[{])|"""|\'\'\'|@moduledoc\s+""")\s?(.*?)\s*(?:\*/|"""|\'\'\')?\s*$')
 
 
+_BANNER = re.compile(r"[=*#~_-]{3,}")
+
+
 def file_purpose(text: str, limit: int = 220) -> str | None:
     """The first comment block of a file's first 60 lines (a module docstring, a JSDoc before its
     main export): what the file says it is for, in one line; None when it has none."""
@@ -261,9 +264,33 @@ def file_purpose(text: str, limit: int = 220) -> str | None:
                 break
             continue
         words = match.group(1).strip()
-        if words and not words.startswith(("@", "eslint", "prettier", "type:", "noqa", "-*-")):
+        if len(_BANNER.sub(" ", words).split()) < 2:
+            continue  # a banner (``==== TYPES ====``) marks a section, it says nothing of the file
+        if not words.startswith(("@", "eslint", "prettier", "type:", "noqa", "-*-")):
             block.append(words)
     purpose = " ".join(block).strip()
     if len(purpose) < 20:
         return None
     return purpose if len(purpose) <= limit else purpose[: limit - 1].rstrip() + "…"
+
+
+
+_IMPORT_LINE = re.compile(
+    r"^\s*(?:import\s+[\w.]+(?:\s+as\s+\w+)?|from\s+[\w.]+\s+import\s+[\w., ]+|alias\s+[\w.{}, ]+"
+    r"|use\s+[\w:]+"
+    r"|(?:const|let|var)\s+\w+\s*=\s*require\([^)]*\))\s*;?\s*$")
+
+
+def removed_notes(args: dict[str, Any], limit: int = 3) -> list[str]:
+    """What an edit removed that a successor may look for: the names its deleted lines defined
+    (``type_color``) and the imports it dropped (``import pytest``); [] for additions only."""
+    old, new = args.get("old_string", args.get("old_str")), args.get("new_string", args.get("new_str"))
+    if not isinstance(old, str) or not isinstance(new, str) or not old.strip():
+        return []
+    kept = {line.strip() for line in new.splitlines()}
+    gone = [line for line in old.splitlines() if line.strip() and line.strip() not in kept]
+    removed = "\n".join(gone)
+    names = [name for name in change_notes({"content": removed}, limit=limit)
+             if not re.search(rf"\b{re.escape(name)}\b", new)]  # still defined: moved, not removed
+    imports = [line.strip().rstrip(";") for line in gone if _IMPORT_LINE.match(line)]
+    return list(dict.fromkeys(names + imports))[:limit]

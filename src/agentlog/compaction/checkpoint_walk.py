@@ -19,6 +19,7 @@ from agentlog.compaction.checkpoint_facts import (
     change_notes,
     commits,
     file_purpose,
+    removed_notes,
 )
 from agentlog.compaction.checkpoint_shell import (
     branch_of,
@@ -30,6 +31,7 @@ from agentlog.compaction.checkpoint_shell import (
     search_hits,
 )
 from agentlog.compaction.fidelity import constraint_sentences, result_lines
+from agentlog.compaction.noise import Noise, environment_fields
 from agentlog.compaction.reading import (
     NOTICE_PREFIXES,
     command_text,
@@ -66,6 +68,17 @@ _INTERRUPTED = {OUTCOME_UNKNOWN_TEXT: "outcome unknown (it may have run)", NOT_S
 """The synthetic results of crash repair (``core.repair``), by text: what each says of the call."""
 _VERDICT = re.compile(r"\b(?:fail(?:s|ed|ing|ure)?|broken|regression|passes|passing)\b", re.IGNORECASE)
 _COVERAGE = re.compile(r"^TOTAL\b.*\d%.*$", re.MULTILINE)
+_ANSWERED = re.compile(r"^User has answered your questions?:\s*(.+?)(?:\.\s*You can now continue\b.*)?$",
+                       re.DOTALL | re.IGNORECASE)
+_APPROVED = ("User has approved your plan", "User approved")
+
+
+def clip_line(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters."""
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 _WRITE_TOOL = re.compile(r"edit|write|patch|replace|create|insert|apply", re.IGNORECASE)
 
 
@@ -157,6 +170,19 @@ def is_file_path(path: str) -> bool:
     return bool(re.search(r"\.[A-Za-z0-9]{1,8}$", name)) or (name.startswith(".") and len(name) > 1)
 
 
+def _completed(error: str, text: str) -> str:
+    """An error line that ends at a colon (``... exit code: 1, stdout: , stderr:``) with the line
+    that follows it, which says what went wrong (``zsh:1: no matches found: src/app/(x)/page.tsx``)."""
+    if not error.endswith(":"):
+        return error
+    lines = [re.sub(r"\s+", " ", line).strip() for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    index = next((i for i, line in enumerate(lines) if line == error), None)
+    if index is None or index + 1 >= len(lines):
+        return error
+    return f"{error} {_short(lines[index + 1], 200)}"
+
+
 def _verb(command: str | None) -> tuple[str, ...]:
     """The first two words of a command (``git push``, ``mix test``): what a retry repeats."""
     return tuple(command.split()[:2]) if command else ()
@@ -219,10 +245,20 @@ class Walk:
         """What commands printed as JSON (``erk exec setup-impl`` reported: plan_number=8156)."""
         self.workdirs: dict[str, int] = {}
         """How often each working directory was given to a call (the most frequent is the project's)."""
+        self.environment: dict[str, str] = {}
+        """The latest ``<environment_context>`` fields a harness gave (cwd, sandbox_mode, ...)."""
+        self.answers: list[str] = []
+        """The user's answers to the agent's questions (``AskUserQuestion``): the user's own words."""
+        self.approvals: list[str] = []
+        """Plans the user approved (``ExitPlanMode``), their first line."""
+        self.file_removed: dict[str, list[str]] = {}
+        """What the edits removed (names their deleted lines defined, imports), by path."""
+        self.noise = Noise(())
         self._calls: dict[str, _Call] = {}
         self._open: list[ErrorFix] = []
 
     def run(self, messages: list[Any]) -> None:
+        self.noise = Noise(messages)
         for message in messages:
             if not isinstance(message, dict):
                 continue
@@ -243,7 +279,9 @@ class Walk:
             self.commands.append(command)
             return
         text = "\n".join(message_texts(message)).strip()
-        if text.startswith("#") and not text.startswith(NOTICE_PREFIXES):
+        if text.startswith("<environment_context>"):
+            self.environment.update(environment_fields(text))
+        elif text.startswith("#") and not text.startswith(NOTICE_PREFIXES):
             self.instructions.extend(constraint_sentences(text, typed_by_user=False))
 
     def _assistant(self, message: Any) -> None:
@@ -336,6 +374,18 @@ class Walk:
             label = f"{description}: " if isinstance(description, str) else ""
             self.delegated.append(label + " / ".join(_short(line, 200) for line in lines))
 
+    def _user_reply(self, call: _Call | None, text: str) -> None:
+        """The user's answer to a question tool, or their approval of a plan, given in a result."""
+        head = text.strip()
+        answered = _ANSWERED.match(head)
+        if answered is not None:
+            self.answers.append(answered.group(1).strip())
+        elif head.startswith(_APPROVED) and call is not None:
+            plan = call.args.get("plan")
+            first = next((line.strip("# ").strip() for line in plan.splitlines() if line.strip()), "") \
+                if isinstance(plan, str) else ""
+            self.approvals.append(clip_line(first, 240) or call.name)
+
     def _task_created(self, call: _Call, text: str) -> None:
         created = _TASK_CREATED.search(text) if call.name == "TaskCreate" else None
         subject = call.args.get("subject")
@@ -361,6 +411,8 @@ class Walk:
 
     def _edit(self, path: str, args: dict[str, Any]) -> None:
         notes = self.file_notes.setdefault(path, [])
+        removed = self.file_removed.setdefault(path, [])
+        removed.extend(note for note in removed_notes(args) if note not in removed)
         for note in change_notes(args) or added_lines(args):
             if note not in notes:
                 notes.append(note)
@@ -394,7 +446,8 @@ class Walk:
     def _result(self, message: Any) -> None:
         call = self._calls.get(tool_result_call_id(message) or "")
         command = call.command if call is not None else None
-        text = "\n".join(message_texts(message))
+        text = self.noise.strip("\n".join(message_texts(message)))
+        self._user_reply(call, text)
         if command is not None and re.search(r"\b(?:bd|beads)\s", command):
             self.tracker.output(text)
         failed = tool_result_is_error(message)
@@ -418,6 +471,7 @@ class Walk:
             return  # a file's contents: its "error:" lines are code, not failures
         self.commits.extend(commits(text))
         errors, outcomes = result_lines(text, is_error=failed)
+        errors = [_completed(error, text) for error in errors]
         for outcome in outcomes + _coverage(text):
             if _TEST_COUNT.search(outcome) or outcome.startswith("TOTAL"):
                 run = TestRun(command, outcome, bool(_FAILED_COUNT.search(outcome)))

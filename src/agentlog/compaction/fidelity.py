@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentlog.compaction.noise import Noise, typed_request
 from agentlog.compaction.reading import (
     ToolCall,
     command_text,
@@ -63,8 +64,10 @@ _OUTCOME_LINE = re.compile(
     r"(?![\w/.-])|\bexit (?:code|status)\s*:?\s*\d+|\bexited with\b",
     re.IGNORECASE,
 )
+_SEGMENT = r"(?:[\w.@+-]+|\([\w.@+-]+\)|\[[\w.@+-]+\])"
+"""A directory of a path: a name, or a route group ``(protected)`` or segment ``[id]`` (Next.js)."""
 _PATH = re.compile(
-    r"(?<![\w@:/.-])(?:~?/(?:[\w.@+-]+/)*[\w.@+-]+|(?:\.{1,2}/)?(?:[\w.@+-]+/)+[\w@+-]+\.[A-Za-z0-9]{1,8})"
+    rf"(?<![\w@:/.-])(?:~?/(?:{_SEGMENT}/)*[\w.@+-]+|(?:\.{{1,2}}/)?(?:{_SEGMENT}/)+[\w@+-]+\.[A-Za-z0-9]{{1,8}})"
     r"(?![\w/-])"
 )
 _FILE_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
@@ -287,7 +290,8 @@ def _project_root(paths: Sequence[str]) -> str | None:
 class _FactCollector:
     """One pass over the messages, collecting every category (see ``extract_facts``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, noise: Noise | None = None) -> None:
+        self.noise = noise
         self.requests: list[str] = []
         self.constraints: list[str] = []
         self.paths: list[str] = []
@@ -301,7 +305,7 @@ class _FactCollector:
         self.call_names: dict[str, str] = {}
 
     def request(self, message: Any) -> None:
-        text = "\n".join(message_texts(message)).strip()
+        text = typed_request("\n".join(message_texts(message)).strip())
         self.requests.append(text)
         self.constraints.extend(constraint_sentences(text, typed_by_user=True))
         self.paths.extend(_paths_in(text, files_only=False))
@@ -346,7 +350,8 @@ class _FactCollector:
         call_id = tool_result_call_id(message)
         delegated = self.call_names.get(call_id or "", "").lower() in _DELEGATION_TOOLS
         is_error = tool_result_is_error(message)
-        for text in message_texts(message):
+        for raw in message_texts(message):
+            text = self.noise.strip(raw) if self.noise else raw
             if not is_error and not delegated:
                 prose = _REMINDER.sub("", text)  # the harness's reminders are not the task's spec
                 self.constraints.extend(constraint_sentences(prose, typed_by_user=False))
@@ -377,7 +382,7 @@ def extract_facts(messages: Iterable[Any], *, project_root: str | None = None) -
     count as normalized matches; without it the root is guessed from the touched paths.
     """
     listed = list(messages)
-    collector = _FactCollector()
+    collector = _FactCollector(Noise(listed))
     prior = find_checkpoint_summary(listed)
     for message in listed:
         if not isinstance(message, dict):

@@ -36,7 +36,8 @@ CHECKPOINT_CLOSE = "</compacted-summary>"
 
 NOTICE_PREFIXES: tuple[str, ...] = (
     "<task-notification>", "<agent-notification>", "<command-", "<local-command", "<system-reminder>",
-    "[Request interrupted", "Caveat:")
+    "[Request interrupted", "Caveat:", "<environment_context>", "<permissions instructions>",
+    "<collaboration_mode>", "<skills_instructions>", "<plugins_instructions>")
 """How texts a harness (not the user) put in a user message begin."""
 _COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)

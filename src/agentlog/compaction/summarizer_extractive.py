@@ -98,6 +98,9 @@ def _add_files(draft: Draft, walk: Walk, facts: ShadowedFacts) -> None:
         defines = walk.file_defines.get(path)
         if path in walk.file_notes:
             added = f": adds {', '.join(f'`{n}`' for n in notes)}" if notes else ""
+            gone = walk.file_removed.get(path)
+            if gone:
+                added += ("; " if added else ": ") + "removes " + ", ".join(f"`{n}`" for n in gone)
             draft.add(_FILES, 60, f"`{shown[path]}` ({', '.join(tools)}){added}")
         elif defines:
             draft.add(_FILES, 32, f"`{shown[path]}` ({', '.join(tools)}): defines "
@@ -120,15 +123,18 @@ def _add_files(draft: Draft, walk: Walk, facts: ShadowedFacts) -> None:
 
 def _add_errors(draft: Draft, walk: Walk, root: str | None) -> None:
     """Each distinct error once, at its latest occurrence (a retried failure repeats its first
-    line), so a long retry loop does not push the session's other errors out."""
-    latest = {(fix.error, fix.command): index for index, fix in enumerate(walk.fixes)}
-    repeats = Counter((fix.error, fix.command) for fix in walk.fixes)
+    line; several commands may fail the same way), so a long retry loop does not push the
+    session's other errors out."""
+    latest = {fix.error: index for index, fix in enumerate(walk.fixes)}
+    repeats = Counter(fix.error for fix in walk.fixes)
+    commands = {error: len({f.command for f in walk.fixes if f.error == error}) for error in latest}
     distinct = [walk.fixes[i] for i in sorted(latest.values())]
     recent = len(distinct) - 12
     for index, fix in enumerate(distinct):
         priority = 20 if fix.exploring else 58 if index >= recent else 40
-        times = repeats[(fix.error, fix.command)]
-        draft.add(_ERRORS, priority, fix.describe(root) + (f" (seen {times} times)" if times > 1 else ""))
+        times, others = repeats[fix.error], commands[fix.error] - 1
+        seen = f" (seen {times} times" + (f", from {others + 1} commands" if others else "") + ")"
+        draft.add(_ERRORS, priority, fix.describe(root) + (seen if times > 1 else ""))
 
 
 def _issue_line(issue: Issue) -> str:
@@ -249,6 +255,13 @@ def _add_constraints(draft: Draft, facts: ShadowedFacts, walk: Walk, active: lis
 
 def _add_critical(draft: Draft, facts: ShadowedFacts, walk: Walk, active: list[Issue]) -> None:
     _add_outcomes(draft, walk)
+    if walk.environment:
+        draft.add(_CRITICAL, 86, "Environment: " + ", ".join(f"{k} {v}" for k, v in walk.environment.items()))
+    for plan in walk.approvals:
+        draft.add(_CRITICAL, 87, f"The user approved the plan: {quote(plan)}")
+    for line, results in walk.noise.counts.items():
+        draft.add(_ERRORS, 50, f"Printed before the output of {results} commands (the environment, "
+                               f"not their error): `{clip(line, 200)}`")
     _add_constraints(draft, facts, walk, active)
     for index, decision in enumerate(reversed(walk.decisions)):
         draft.add(_CRITICAL, 48 if index < 10 else 15, f"Decision: {clip(decision, 300)}")
@@ -277,6 +290,8 @@ def _collect(draft: Draft, messages: list[Any]) -> None:
     walk.run(messages)
     for command in walk.commands:
         draft.add(_PRIMARY, KEEP, f"User ran: `{command}`")
+    for answer in walk.answers:
+        draft.add(_PRIMARY, KEEP, f"User answered: {quote(clip(answer, 600))}")
     for root in sorted(walk.tracker.roots):
         epic = walk.tracker.issues.get(root)
         if epic is not None and epic.title:
