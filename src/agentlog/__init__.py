@@ -47,7 +47,7 @@ from agentlog.errors import (
     UsageError,
     WriteFailedError,
 )
-from agentlog.ops.follow import follow
+from agentlog.ops.follow import afollow, follow
 from agentlog.ops.gc import Collected, collect_garbage
 from agentlog.ops.redact import SecretFinding, find_secrets, redact_text, redact_value
 from agentlog.ops.search import Hit, SearchResult, search_store
@@ -225,6 +225,7 @@ __all__ = [
     "UsageError",
     "WriteFailedError",
     "__version__",
+    "afollow",
     "audit_session",
     "canonical_header",
     "check_invariants",
