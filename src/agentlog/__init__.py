@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from agentlog.io.exporters import EXPORTERS, ExportSource
     from agentlog.io.exporters import export as export_session
     from agentlog.io.importers import IMPORTERS, Imported, SourceFile, save_imported
-    from agentlog.ops.follow import follow
+    from agentlog.ops.follow import afollow, follow
     from agentlog.ops.gc import Collected, collect_garbage
     from agentlog.ops.redact import SecretFinding, find_secrets, redact_text, redact_value
     from agentlog.ops.scrub import ScrubReport, secret_locations
@@ -114,6 +114,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "is_append_surface_event": ("agentlog.core.surface", "is_append_surface_event"),
     "is_replacement_surface_event": ("agentlog.core.surface", "is_replacement_surface_event"),
     "is_surface_event": ("agentlog.core.surface", "is_surface_event"),
+    "afollow": ("agentlog.ops.follow", "afollow"),
     "follow": ("agentlog.ops.follow", "follow"),
     "Collected": ("agentlog.ops.gc", "Collected"),
     "collect_garbage": ("agentlog.ops.gc", "collect_garbage"),
@@ -292,6 +293,7 @@ __all__ = [
     "UsageError",
     "WriteFailedError",
     "__version__",
+    "afollow",
     "audit_session",
     "canonical_header",
     "check_invariants",

@@ -285,7 +285,9 @@ def test_a_stream_that_ends_without_a_finish_reason_fails_the_turn(provider: Pro
     assert failure["code"] == "CONNECTION_ERROR" and "finish reason" in failure["message"]
     assert caught.value.request.url.path == "/v1/chat/completions"  # the SDK's own request, named
     assert turn_end(session) == {"kind": "error", "error": thaw(failure)}
-    assert [c["type"] for c in chunks(session)] == ["text-delta"]  # what was streamed is kept
+    # what was streamed is kept, then a finish of kind error (more in test_stream_ends.py)
+    assert [c["type"] for c in chunks(session)] == ["text-delta", "finish"]
+    assert chunks(session)[-1]["reason"] == {"kind": "error", "error": thaw(failure)}
     assert messages(session) == []  # no half message reaches the surface, as for a dropped connection
     check_invariants(session.events)
 

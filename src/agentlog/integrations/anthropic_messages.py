@@ -41,6 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 __all__ = [
+    "IncompleteStreamError",
     "anthropic_error",
     "anthropic_failure",
     "anthropic_request",
@@ -97,11 +98,27 @@ def anthropic_error(exc: BaseException) -> BaseException:
     return exc
 
 
+class IncompleteStreamError(anthropic.APIConnectionError):
+    """A stream that ended without a stop reason (no ``message_delta`` with ``stop_reason``, no
+    ``message_stop``): the reply was cut short, though its body closed cleanly.
+
+    A connection error, as a dropped one is; ``llm_failure`` is the failure the step logged.
+    """
+
+    def __init__(self, request: Any, failure: Mapping[str, Any]) -> None:
+        super().__init__(message=failure["message"], request=request)
+        self.llm_failure = failure
+
+
 class _MessageStream(StepRecording):
     """The mapping of one message's events onto a step; block indexes are Anthropic's."""
 
-    def __init__(self, step: Step, provider: str | None, model: str | None) -> None:
-        super().__init__(step, provider, model)
+    family = "anthropic"
+    api = "Messages"
+
+    def __init__(self, step: Step, provider: str | None, model: str | None, stream: object) -> None:
+        super().__init__(step, provider, model, stream)
+        self._stopped = False  # a stop reason arrived: the message is whole (message_stop only ends it)
         self._ids: dict[int, str] = {}  # tool_use index -> id
         self._indexes: set[int] = set()  # indexes that have a block in the assembled message
         self._signatures: dict[int, str] = {}
@@ -134,6 +151,7 @@ class _MessageStream(StepRecording):
             self._add_usage(event.usage)
             reason = event.delta.stop_reason
             if reason is not None:
+                self._stopped = True
                 mapped = _STOP.get(reason) or frozen_dict({"kind": "stop", "providerReason": reason})
                 self.step.chunk(frozen_dict({"type": "finish", "reason": mapped}))
             if "inputTokens" in self._usage and "outputTokens" in self._usage:
@@ -164,6 +182,11 @@ class _MessageStream(StepRecording):
             if type(value) is int:
                 self._usage[key] = value
 
+    def done(self) -> None:
+        if not self._stopped:
+            raise IncompleteStreamError(self.request, self.cut_off("a stop reason")[1])
+        super().done()
+
     def replay_state(self) -> Any:
         """Signatures per thinking block and redacted blocks by position, for the next request."""
         order = sorted(self._indexes)
@@ -181,12 +204,15 @@ def record_messages_stream(step: Step, stream: Iterable[Any], *, provider: str |
                            model: str | None = None) -> Iterator[Any]:
     """Yield every event of ``stream`` unchanged while logging it into ``step``.
 
-    Errors, stopping early and provider/model defaults work as in ``record_chat_stream``.
+    A stream that ends without a stop reason keeps what arrived as chunks, logs a ``finish``
+    chunk of kind error naming the provider and how many events arrived, appends no message and
+    raises ``IncompleteStreamError``; one that has its stop reason but lost only ``message_stop``
+    is whole. Errors, stopping early and provider/model defaults work as in ``record_chat_stream``.
     """
-    return relay(_MessageStream(step, provider, model), stream, anthropic_error, Exception)
+    return relay(_MessageStream(step, provider, model, stream), stream, anthropic_error, Exception)
 
 
 def arecord_messages_stream(step: Step, stream: AsyncIterable[Any], *, provider: str | None = None,
                             model: str | None = None) -> AsyncIterator[Any]:
     """``record_messages_stream`` for ``AsyncAnthropic`` streams (``async for``)."""
-    return arelay(_MessageStream(step, provider, model), stream, anthropic_error, Exception)
+    return arelay(_MessageStream(step, provider, model, stream), stream, anthropic_error, Exception)

@@ -6,9 +6,10 @@ import contextlib
 import inspect
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from agentlog.compaction.engine import CONTEXT_OVERFLOW_CODE
+from agentlog.core.failure import clean_text
 from agentlog.core.jsonvalue import FrozenDict, frozen_dict
 from agentlog.core.openai_wire import CONTEXT_HINT, STATUS_CODES, retry_after_ms
 from agentlog.errors import AgentlogError
@@ -97,12 +98,21 @@ async def aclose_stream(stream: object) -> None:
 
 
 class StepRecording:
-    """One provider response being logged into a step; subclasses map the SDK's items (``feed``)."""
+    """One provider response being logged into a step; subclasses map the SDK's items (``feed``).
 
-    def __init__(self, step: Step, provider: str | None, model: str | None) -> None:
+    ``relay`` counts the items it feeds (``received``); ``request`` is the SDK stream's HTTP
+    request, when it has one, for the errors raised about it.
+    """
+
+    family: ClassVar[str] = "model"  # the provider a stream is named after when no header names one
+    api: ClassVar[str] = "provider"  # the API whose stream this is, for messages: "Chat Completions"
+
+    def __init__(self, step: Step, provider: str | None, model: str | None, stream: object = None) -> None:
         self.step = step
         self.provider = provider
         self.model = model
+        self.received = 0
+        self.request: Any = getattr(getattr(stream, "response", None), "request", None)
 
     def feed(self, item: Any) -> None:
         raise NotImplementedError
@@ -113,6 +123,33 @@ class StepRecording:
 
     def done(self) -> None:
         self.step.assistant(provider=self.provider, model=self.model, replay_state=self.replay_state())
+
+    def provider_name(self) -> str:
+        """Who answered: the ``provider`` given, else the request header's, else the SDK's family."""
+        if self.provider:
+            return self.provider
+        header = self.step.session.request_header()
+        config = header.get("config") if isinstance(header, Mapping) else None
+        named = config.get("provider") if isinstance(config, Mapping) else None
+        return named if isinstance(named, str) and named else self.family
+
+    def cut_off(self, missing: str, *, how: str = "",
+                failure: FrozenDict | None = None) -> tuple[str, FrozenDict]:
+        """The stream ended without ``missing`` (its terminal event): the reply is cut.
+
+        Logs a ``finish`` chunk of kind error (unless ``failure``, already logged, says why) and
+        returns the message naming the provider, the stream and how many chunks arrived, with the
+        failure to raise (code ``CONNECTION_ERROR``, as for a dropped connection).
+        """
+        count = self.received
+        message = clean_text(f"the {self.provider_name()} {self.api} stream ended after {count} "
+                             f"chunk{'' if count == 1 else 's'}{how} without {missing}: the reply is cut")
+        if failure is not None:
+            return f"{message}; {failure['message']}", failure
+        failure = frozen_dict({"message": message, "code": "CONNECTION_ERROR"})
+        reason = frozen_dict({"kind": "error", "error": failure})
+        self.step.chunk(frozen_dict({"type": "finish", "reason": reason}))
+        return message, failure
 
     def stopped_early(self) -> None:
         """The caller stopped reading: keep the streamed prefix as an interrupted message."""
@@ -128,6 +165,7 @@ def relay(recording: StepRecording, stream: Iterable[T], annotate: Callable[[Bas
     """Yield ``stream``'s items unchanged, each fed to ``recording`` first; ``errors`` are annotated."""
     try:
         for item in stream:
+            recording.received += 1
             recording.feed(item)
             yield item
     except GeneratorExit:
@@ -147,6 +185,7 @@ async def arelay(recording: StepRecording, stream: AsyncIterable[T],
     """``relay`` for async streams."""
     try:
         async for item in stream:
+            recording.received += 1
             recording.feed(item)
             yield item
     except GeneratorExit:

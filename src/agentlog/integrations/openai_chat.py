@@ -4,7 +4,8 @@
 ``reasoning_content``, tool-call deltas, usage and the finish reason, then the assembled
 ``assistant/message``; ``record_chat_completion`` does the same for a non-streamed reply.
 Provider errors are re-raised carrying an agentlog ``llm_failure``; so is a stream that ends
-without a finish reason (``IncompleteStreamError``: cut short, though its body closed cleanly).
+without a finish reason (``IncompleteStreamError``: cut short, though its body closed cleanly;
+the step keeps what arrived as chunks and a ``finish`` chunk of kind error, and no message).
 ``chat_stream`` opens a
 streamed request built from the log (``agentlog.integrations.openai_messages``, re-exported here)
 and retries it in the same step when the compactor recovered from a context overflow.
@@ -112,15 +113,26 @@ def chat_error(exc: BaseException) -> BaseException:
 
 
 class IncompleteStreamError(openai.APIConnectionError):
-    """A stream that ended without a finish reason (no ``[DONE]``): the reply was cut short.
+    """A stream that ended without its terminal event (Chat: no finish reason, no ``[DONE]``;
+    Responses: no ``response.completed``/``incomplete``/``failed``): the reply was cut short.
 
     A connection error, as a dropped one is (code ``CONNECTION_ERROR``): a proxy or server that
-    closes the body cleanly mid-reply leaves the SDK nothing to raise.
+    closes the body cleanly mid-reply leaves the SDK nothing to raise. ``llm_failure`` is the
+    failure the step logged; ``request`` is the SDK stream's (None for a stream that has none).
     """
 
-    def __init__(self, request: Any) -> None:
-        super().__init__(request=request,
-                         message="the stream ended without a finish reason (no [DONE]): the reply is cut")
+    def __init__(self, request: Any, failure: Mapping[str, Any] | None = None, *,
+                 message: str | None = None) -> None:
+        text = message or (failure["message"] if failure is not None else
+                           "the stream ended without a finish reason (no [DONE]): the reply is cut")
+        if request is None:  # not an SDK stream: the SDK's constructor needs a request to copy
+            openai.OpenAIError.__init__(self, text)
+            self.request, self.message, self.body = None, text, None  # type: ignore[assignment]
+            self.code = self.param = self.type = None
+        else:
+            super().__init__(request=request, message=text)
+        if failure is not None:
+            self.llm_failure = failure
 
 
 # -- recording -----------------------------------------------------------------------------------
@@ -129,11 +141,13 @@ class IncompleteStreamError(openai.APIConnectionError):
 class _ChatStream(StepRecording):
     """The mapping of one completion's chunks onto a step (choice 0 only)."""
 
+    family = "openai"
+    api = "Chat Completions"
+
     def __init__(self, step: Step, provider: str | None, model: str | None, stream: object) -> None:
-        super().__init__(step, provider, model)
+        super().__init__(step, provider, model, stream)
         self._ids: dict[int, str] = {}  # tool-call index -> call id
         self._finished = False
-        self._request = getattr(getattr(stream, "response", None), "request", None)  # the SDK stream's
 
     def feed(self, chunk: ChatCompletionChunk) -> None:
         step = self.step
@@ -171,7 +185,8 @@ class _ChatStream(StepRecording):
 
     def done(self) -> None:
         if not self._finished:
-            raise chat_error(IncompleteStreamError(self._request))
+            message, failure = self.cut_off("a finish reason (no [DONE])")
+            raise IncompleteStreamError(self.request, failure, message=message)
         super().done()
 
     def finish(self, reason: str) -> None:
@@ -193,9 +208,10 @@ def record_chat_stream(step: Step, stream: Iterable[ChatCompletionChunk], *, pro
 
     At the end of the stream the ``assistant/message`` is logged (provider and model default
     to the request header's); a provider error is re-raised as ``chat_error(exc)``, and a stream
-    that ends without a finish reason raises ``IncompleteStreamError`` (the turn ends ``error``); stopping
-    early keeps the streamed prefix as an interrupted message. Ask for usage with
-    ``stream_options={"include_usage": True}``.
+    that ends without a finish reason logs a ``finish`` chunk of kind error naming the provider
+    and how many chunks arrived, appends no message and raises ``IncompleteStreamError`` (the
+    turn ends ``error``); stopping early keeps the streamed prefix as an interrupted message. Ask
+    for usage with ``stream_options={"include_usage": True}``.
     """
     return relay(_ChatStream(step, provider, model, stream), stream, chat_error, Exception)
 

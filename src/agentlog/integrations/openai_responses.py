@@ -26,7 +26,7 @@ from agentlog.integrations.common import (
     relay,
     tool_calls,
 )
-from agentlog.integrations.openai_chat import CONTENT_FILTER_CODE, chat_error
+from agentlog.integrations.openai_chat import CONTENT_FILTER_CODE, IncompleteStreamError, chat_error
 from agentlog.integrations.responses_items import (
     REPLAY_KEY,
     responses_request,
@@ -46,6 +46,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 __all__ = [
+    "IncompleteStreamError",
     "arecord_responses_stream",
     "aresponses_stream",
     "record_response",
@@ -61,6 +62,7 @@ __all__ = [
 _CONTEXT_CODES: Final = frozenset({"context_length_exceeded", "string_above_max_length"})
 _STOP: Final = frozen_dict({"kind": "stop"})
 _TOOL_CALLS: Final = frozen_dict({"kind": "tool-calls"})
+_TERMINAL: Final = "response.completed, response.incomplete or response.failed"
 
 
 def _error_reason(code: Any, message: Any) -> FrozenDict:
@@ -99,10 +101,14 @@ def _plain(item: Any) -> Any:
 class _ResponseStream(StepRecording):
     """The mapping of one response's events onto a step."""
 
-    def __init__(self, step: Step, provider: str | None, model: str | None) -> None:
-        super().__init__(step, provider, model)
+    family = "openai"
+    api = "Responses"
+
+    def __init__(self, step: Step, provider: str | None, model: str | None, stream: object) -> None:
+        super().__init__(step, provider, model, stream)
         self._calls: dict[int, list[str]] = {}  # output index -> [call id, arguments streamed]
         self._final: list[Any] | None = None  # the output of the terminal response event
+        self._error: FrozenDict | None = None  # the failure of the last ``error`` event
 
     def feed(self, event: Any) -> None:  # ResponseStreamEvent: a union mypy cannot narrow by .type
         kind = event.type
@@ -131,7 +137,9 @@ class _ResponseStream(StepRecording):
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
             self._end(event.response)
         elif kind == "error":
-            step.chunk(frozen_dict({"type": "finish", "reason": _error_reason(event.code, event.message)}))
+            reason = _error_reason(event.code, event.message)
+            self._error = reason["error"]
+            step.chunk(frozen_dict({"type": "finish", "reason": reason}))
 
     def _rest(self, index: int, arguments: str) -> None:
         """Arguments the deltas did not carry (a server that sends only ``.done``)."""
@@ -148,9 +156,10 @@ class _ResponseStream(StepRecording):
             self.step.chunk(frozen_dict({"type": "usage", "usage": frozen_dict(usage)}))
 
     def done(self) -> None:
-        if self._final is None:  # no terminal event: the message is what the deltas assembled
-            super().done()
-            return
+        if self._final is None:  # no terminal event: the reply is cut, whatever the deltas hold
+            how = "" if self._error is None else " on an error event,"
+            message, failure = self.cut_off(_TERMINAL, how=how, failure=self._error)
+            raise IncompleteStreamError(self.request, failure, message=message)
         blocks, shells = split_items(self._final)
         self.step.assistant(provider=self.provider, model=self.model, content=blocks,
                             replay_state={REPLAY_KEY: shells})
@@ -163,17 +172,21 @@ def record_responses_stream(step: Step, stream: Iterable[ResponseStreamEvent], *
     The ``assistant/message`` holds the response's output items (reasoning, messages, function
     calls, and any other item kept whole); ``response.incomplete`` for ``max_output_tokens``
     ends the turn max-tokens; ``response.failed`` and ``error`` events are logged as a ``finish``
-    chunk of kind error (the app decides, e.g. ``turn.fail``). Errors, stopping early and the
+    chunk of kind error (after ``response.failed`` the app decides, e.g. ``turn.fail``). A stream
+    that ends without ``response.completed``, ``.incomplete`` or ``.failed`` (cut, or its last
+    word an ``error`` event) keeps what arrived as chunks, logs a ``finish`` chunk of kind error
+    naming the provider and how many events arrived (the ``error`` event's own, if any), appends
+    no message and raises ``IncompleteStreamError``. Errors, stopping early and the
     provider/model defaults work as in ``record_chat_stream``.
     """
-    return relay(_ResponseStream(step, provider, model), stream, chat_error, openai.OpenAIError)
+    return relay(_ResponseStream(step, provider, model, stream), stream, chat_error, openai.OpenAIError)
 
 
 def arecord_responses_stream(step: Step, stream: AsyncIterable[ResponseStreamEvent], *,
                              provider: str | None = None,
                              model: str | None = None) -> AsyncIterator[ResponseStreamEvent]:
     """``record_responses_stream`` for ``AsyncOpenAI`` streams (``async for``)."""
-    return arelay(_ResponseStream(step, provider, model), stream, chat_error, openai.OpenAIError)
+    return arelay(_ResponseStream(step, provider, model, stream), stream, chat_error, openai.OpenAIError)
 
 
 def record_response(step: Step, response: Response, *, provider: str | None = None,

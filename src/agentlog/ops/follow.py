@@ -1,22 +1,29 @@
 """Follow a session as it grows, on every backend: ``follow(store, id)`` yields each new event once.
 
-PostgreSQL wakes on ``NOTIFY`` (``PostgresStore.tail``); the file backends poll ``read_from``,
-re-reading only when a watched file (the JSONL transcript, the SQLite database and its WAL)
-changed size or time, so an idle follower costs a few ``stat`` calls per interval.
+PostgreSQL wakes on ``NOTIFY`` (``PostgresStore.tail``/``atail``); the file backends poll
+``read_from``, re-reading only when a watched file (the JSONL transcript, the SQLite database and
+its WAL) changed size or time, or changed less than 2 s ago (a write within the same timestamp
+tick changes neither), so an idle follower costs a few ``stat`` calls per interval.
+``follow`` and ``afollow`` (async: reads in a worker thread) drive the same pure step
+(``agentlog.store.following``): the cursor, the idle timeout, the refusals.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 
 from agentlog.core.events import Event
-from agentlog.errors import UsageError
+from agentlog.core.header import SessionHeader
+from agentlog.errors import SessionNotFoundError
 from agentlog.store.base import Store
+from agentlog.store.following import adrive, drive, start_following
 
-__all__ = ["follow", "last_events"]
+__all__ = ["afollow", "follow", "last_events"]
+
+_GONE = (-1, -1)  # the signature of a watched file that does not exist
+_RACY_NS = 2_000_000_000  # file times can be this coarse (1-2 s on some file systems)
 
 
 def last_events(store: Store, session_id: str, count: int) -> list[Event]:
@@ -30,42 +37,81 @@ def follow(store: Store, session_id: str, from_seq: int, *, idle_timeout: float 
     """Events with ``seq >= from_seq`` as they are stored, in order, each once.
 
     Ends after ``idle_timeout`` seconds without a new event (None: never); raises
-    ``SessionNotFoundError`` if the session is (or becomes) absent. A NaN or negative
-    ``idle_timeout`` and a ``poll_interval`` that is not a positive number are refused
-    (``UsageError``): NaN compares false, so the follower would never stop (or spin).
+    ``SessionNotFoundError`` if the session is (or becomes) absent or is replaced by a new one of
+    the same id, ``SessionCorruptionError`` if a read does not continue the events yielded. A
+    NaN or negative ``idle_timeout`` and a ``poll_interval`` that is not a positive number are
+    refused (``UsageError``): NaN compares false, so the follower would never stop (or spin).
     """
-    if idle_timeout is not None and not idle_timeout >= 0:
-        raise UsageError(f"idle_timeout must be None or a number of seconds >= 0, got {idle_timeout!r}",
-                         session_id=session_id)
-    if not 0 < poll_interval < math.inf:
-        raise UsageError(f"poll_interval must be a positive number of seconds, got {poll_interval!r}",
-                         session_id=session_id)
+    state = start_following(session_id, from_seq, time.monotonic(), idle_timeout=idle_timeout,
+                            poll_interval=poll_interval)
     tail = getattr(store, "tail", None)
     if tail is not None:  # PostgreSQL: LISTEN/NOTIFY
         yield from tail(session_id, from_seq, idle_timeout=idle_timeout,
                         poll_interval=max(poll_interval, 1.0))
         return
-    first = store.read_from(session_id, from_seq)
-    watched = _watched(store, store.locate(first.header))
-    cursor, seen = from_seq, None  # a mark taken after the first read could hide a write in between
-    events = first.events
-    idle_since = time.monotonic()
-    while True:
-        for event in events:
+    yield from drive(state, _Poller(store, session_id).read, lambda seconds, _cursor: time.sleep(seconds))
+
+
+async def afollow(store: Store, session_id: str, from_seq: int, *, idle_timeout: float | None = None,
+                  poll_interval: float = 0.25) -> AsyncIterator[Event]:
+    """``follow`` as an async iterator: the reads run in a worker thread, the waits never block
+    the event loop (PostgreSQL: ``PostgresStore.atail``)."""
+    import asyncio  # not at import time: ``import agentlog`` loads no asyncio (tests/test_public_api.py)
+
+    state = start_following(session_id, from_seq, time.monotonic(), idle_timeout=idle_timeout,
+                            poll_interval=poll_interval)
+    tail = getattr(store, "atail", None)
+    if tail is not None:
+        async for event in tail(session_id, from_seq, idle_timeout=idle_timeout,
+                                poll_interval=max(poll_interval, 1.0)):
             yield event
-            cursor = event.seq + 1
-        if events:
-            idle_since = time.monotonic()
-        elif idle_timeout is not None and time.monotonic() - idle_since >= idle_timeout:
-            return
-        else:
-            time.sleep(poll_interval)
-        mark = _signature(watched)
-        if mark is None or mark != seen:
-            seen = mark
-            events = store.read_from(session_id, cursor).events
-        else:
-            events = ()
+        return
+    poller = _Poller(store, session_id)
+
+    async def read(cursor: int) -> Sequence[Event]:
+        return await asyncio.to_thread(poller.read, cursor)
+
+    async for event in adrive(state, read, lambda seconds, _cursor: asyncio.sleep(seconds)):
+        yield event
+
+
+class _Poller:
+    """The reads of one followed session from a file or memory store: skipped while its watched
+    files are unchanged; a read whose header is not the first one's is a replaced session, a
+    SQLite database that is gone a removed one."""
+
+    def __init__(self, store: Store, session_id: str) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.header: SessionHeader | None = None
+        self.watched: list[str] = []
+        self.seen: tuple[tuple[int, int], ...] | None = None  # a mark taken after the first read
+        # could hide a write in between: the first poll always re-reads
+        self.settled = False  # the mark is old enough that any later write changes it
+
+    def read(self, cursor: int) -> Sequence[Event]:
+        if self.header is None:  # the first read: it says which files to watch
+            inspection = self.store.read_from(self.session_id, cursor)
+            self.header = inspection.header
+            self.watched = _watched(self.store, self.store.locate(inspection.header))
+            return inspection.events
+        mark = _signature(self.watched)
+        if mark is not None and mark == self.seen and self.settled:
+            return ()
+        self.seen = mark
+        # a write in the same timestamp tick as the mark (a commit after the read saw only its
+        # uncommitted WAL frames, say) changes neither size nor mtime: trust only an older mark
+        self.settled = mark is not None and time.time_ns() - max(m[1] for m in mark) > _RACY_NS
+        database = getattr(self.store, "path", None)
+        if isinstance(database, str) and mark is not None and mark[0] == _GONE:
+            # an open SQLite connection goes on reading a deleted file: it would wait forever
+            raise SessionNotFoundError("the store's database was removed while the session was followed",
+                                       session_id=self.session_id, file=database)
+        inspection = self.store.read_from(self.session_id, cursor)
+        if inspection.header != self.header:
+            raise SessionNotFoundError("the followed session was deleted and a new one of the same id "
+                                       "took its place", session_id=self.session_id)
+        return inspection.events
 
 
 def _watched(store: Store, transcript: str | None) -> list[str]:
@@ -85,7 +131,7 @@ def _signature(paths: list[str]) -> tuple[tuple[int, int], ...] | None:
         try:
             info = os.stat(path)
         except OSError:
-            marks.append((-1, -1))
+            marks.append(_GONE)
         else:
             marks.append((info.st_size, info.st_mtime_ns))
     return tuple(marks)

@@ -119,6 +119,11 @@ class Step:
         return self._turn
 
     @property
+    def session(self) -> Session:
+        """The session this step logs into."""
+        return self._session
+
+    @property
     def message(self) -> Event | None:
         """The step's ``assistant/message`` event, once logged."""
         return self._message

@@ -4,6 +4,9 @@ Every committed append notifies the session's channel with the new next seq. The
 listens *before* its first read, keeps a cursor (the next seq it has not yielded) and, on a
 notification past the cursor or a poll tick, reads everything from the cursor by index seek.
 Notifications are only wake-up calls, so coalesced or duplicated ones lose or repeat nothing.
+Both followers (blocking and async) hand their read and their wait for a notification to
+``agentlog.store.following.drive``/``adrive``, whose pure ``follow_step`` moves the cursor and
+says how long to wait before reading again.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import psycopg
 from psycopg import sql
 
 from agentlog.core.events import Event
+from agentlog.store.following import adrive, drive, start_following
 from agentlog.store.postgres.errors import translate
 
 __all__ = ["afollow", "follow", "wakes"]
@@ -31,14 +35,6 @@ def wakes(payload: str, cursor: int) -> bool:
         return True
 
 
-def _wait(idle_timeout: float | None, idle_since: float, poll_interval: float) -> float | None:
-    """Seconds to wait for a notification, or None when the idle timeout has passed."""
-    if idle_timeout is None:
-        return poll_interval
-    left = idle_since + idle_timeout - time.monotonic()
-    return None if left <= 0 else min(poll_interval, left)
-
-
 def follow(
     read: Callable[[int], list[Event]],
     connect: Callable[[], psycopg.Connection[Any]],
@@ -48,34 +44,24 @@ def follow(
     idle_timeout: float | None,
     poll_interval: float,
     where: str,
+    session_id: str | None = None,
 ) -> Iterator[Event]:
-    """The blocking follower behind ``PostgresStore.tail``."""
+    """The blocking follower behind ``PostgresStore.tail`` (``follow_step`` decides, see
+    ``agentlog.store.following``)."""
+    state = start_following(session_id, from_seq, time.monotonic(), idle_timeout=idle_timeout,
+                            poll_interval=poll_interval)
     conn = connect()
     try:
         with translate(where=where):
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
-        cursor = from_seq
-        idle_since = time.monotonic()
-        while True:
-            events = read(cursor)
-            if events:
-                idle_since = time.monotonic()
-                for event in events:
-                    yield event
-                    cursor = event.seq + 1
-                continue
-            while True:
-                timeout = _wait(idle_timeout, idle_since, poll_interval)
-                if timeout is None:
-                    return
-                woke = False
-                with translate(where=where), closing(conn.notifies(timeout=timeout)) as notifies:
-                    for notify in notifies:
-                        if wakes(notify.payload, cursor):
-                            woke = True
-                            break
-                if woke or timeout >= poll_interval:
-                    break
+
+        def wait(seconds: float, cursor: int) -> None:
+            with translate(where=where), closing(conn.notifies(timeout=seconds)) as notifies:
+                for notify in notifies:
+                    if wakes(notify.payload, cursor):
+                        return
+
+        yield from drive(state, read, wait)
     finally:
         conn.close()
 
@@ -89,37 +75,30 @@ async def afollow(
     idle_timeout: float | None,
     poll_interval: float,
     where: str,
+    session_id: str | None = None,
 ) -> AsyncIterator[Event]:
     """The async follower behind ``PostgresStore.atail``: ``connect`` (blocking: it may create the
     schema) gives the connection's DSN and arguments; it and every read run in a worker thread."""
+    state = start_following(session_id, from_seq, time.monotonic(), idle_timeout=idle_timeout,
+                            poll_interval=poll_interval)
     dsn, kwargs = await asyncio.to_thread(connect)
     with translate(where=where):
         conn = await psycopg.AsyncConnection.connect(dsn, **kwargs)
     try:
         with translate(where=where):
             await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
-        cursor = from_seq
-        idle_since = time.monotonic()
-        while True:
-            events = await asyncio.to_thread(read, cursor)
-            if events:
-                idle_since = time.monotonic()
-                for event in events:
-                    yield event
-                    cursor = event.seq + 1
-                continue
-            while True:
-                timeout = _wait(idle_timeout, idle_since, poll_interval)
-                if timeout is None:
-                    return
-                woke = False
-                with translate(where=where):
-                    async with aclosing(conn.notifies(timeout=timeout)) as notifies:
-                        async for notify in notifies:
-                            if wakes(notify.payload, cursor):
-                                woke = True
-                                break
-                if woke or timeout >= poll_interval:
-                    break
+
+        async def aread(cursor: int) -> list[Event]:
+            return await asyncio.to_thread(read, cursor)
+
+        async def wait(seconds: float, cursor: int) -> None:
+            with translate(where=where):
+                async with aclosing(conn.notifies(timeout=seconds)) as notifies:
+                    async for notify in notifies:
+                        if wakes(notify.payload, cursor):
+                            return
+
+        async for event in adrive(state, aread, wait):
+            yield event
     finally:
         await conn.close()

@@ -45,16 +45,38 @@ def database_uri(path: str, *, write: bool) -> str:
     in the WAL and neither folds the WAL into the database at close nor writes its read marks into
     the ``-shm``. A reader of a directory it cannot write (a read-only mount: SQLite could not
     create the ``-shm`` WAL mode needs) and no WAL reads ``immutable=1``: nobody can write there.
-    Any other reader opens ``mode=rw``: SQLite's ``-wal``/``-shm`` exist only while it reads.
+    A ``-wal`` without its ``-shm`` (the store copied without it): see ``_wal_without_shm``. Any
+    other reader opens ``mode=rw``: SQLite's ``-wal``/``-shm`` exist only while it reads.
     """
     base = f"file:{quote(os.fsencode(path))}"  # bytes: any file name
     if write:
         return f"{base}?mode=rw"
     if os.path.exists(f"{path}-wal") and os.path.exists(f"{path}-shm"):
         return f"{base}?mode=ro&readonly_shm=1"
+    if os.path.exists(f"{path}-wal"):
+        return _wal_without_shm(path, base)
     if not os.path.exists(f"{path}-wal") and not os.access(os.path.dirname(path) or ".", os.W_OK):
         return f"{base}?mode=ro&immutable=1"
     return f"{base}?mode=rw"
+
+
+def _wal_without_shm(path: str, base: str) -> str:
+    """A reader's URI for a database whose ``-wal`` has no ``-shm``; no WAL writer is live then (one
+    needs the ``-shm``). Opened ``mode=rw``, SQLite would rebuild the ``-shm`` and fold the WAL into
+    the database at close, ``mode=ro`` would write a new ``-shm``, ``immutable=1`` miss the WAL's
+    commits: an empty WAL holds none (read ``immutable=1``), any other is refused, named."""
+    wal = f"{path}-wal"
+    try:
+        size = os.path.getsize(wal)
+    except FileNotFoundError:  # a writer's close folded it in meanwhile
+        return f"{base}?mode=rw"
+    if size == 0:
+        return f"{base}?mode=ro&immutable=1"
+    raise StoreError(f"{os.path.basename(wal)} lies beside the database without "
+                     f"{os.path.basename(path)}-shm (copied without it?): reading its commits would "
+                     "rebuild the -shm and fold the WAL into the database, changing the store; copy "
+                     "the -shm with it, or open the store once for writing (e.g. `agentlog repair "
+                     "SESSION_ID`), which folds the WAL in", file=path)
 
 
 class SqliteConnection(GroupCommitStore):
