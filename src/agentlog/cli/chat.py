@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
-from agentlog.cli.app import State, handled
-from agentlog.cli.render import visible
+from agentlog.cli.app import State, handled, interrupted
+from agentlog.cli.render import plural, visible
+from agentlog.core.events import TURN_START
 from agentlog.errors import UsageError
 
 
@@ -33,7 +34,8 @@ def chat(state: State, prompts: tuple[str, ...], model: str | None, base_url: st
 
     Each PROMPT is one turn (none: read prompts from stdin, one per line). The model may read
     files and list directories under --root. A new session in which no turn completed (the
-    first request failed) is not kept. Needs agentlog[openai]. The same agent as
+    first request failed) is not kept. Ctrl-C stops it (status 130), the turn under way closed as
+    aborted, and says how to resume. Needs agentlog[openai]. The same agent as
     examples/coding_agent.py (agentlog.agent.loop).
     """
     from agentlog.agent.loop import ChatAgent, open_session, read_prompts, session_model  # needs the extra
@@ -58,10 +60,22 @@ def chat(state: State, prompts: tuple[str, ...], model: str | None, base_url: st
             recorder = Recorder(live, compactor=compactor)
             agent = ChatAgent(client, recorder, model=model, tools=tools, on_text=_say)
             report = functools.partial(_report, str(client.base_url))
-            failed = agent.chat(read_prompts(prompts), on_error=report)
-        if resume is None and agent.completed == 0:  # nothing but failed requests: no junk session
+            try:
+                failed = agent.chat(read_prompts(prompts), on_error=report)
+            except KeyboardInterrupt:  # the recorder closed the turn under way as aborted
+                stopped = True
+            else:
+                stopped = False
+            turns = sum(1 for event in live.session.events if event.type == TURN_START)
+        if resume is None and (turns == 0 if stopped else agent.completed == 0):  # no junk session
             store.delete(live.id)
+            if stopped:
+                interrupted(f"chat: stopped (Ctrl-C); no turn was recorded, so session {visible(live.id)} "
+                            "was not kept")
             click.echo(f"session {visible(live.id)} not kept: no turn completed", err=True)
+        if stopped:
+            interrupted(f"chat: stopped (Ctrl-C); session {visible(live.id)} holds {plural(turns, 'turn')}; "
+                        f"resume with agentlog chat --resume {visible(live.id)}")
     if failed:
         sys.exit(1)
 
