@@ -22,7 +22,11 @@ from pathlib import Path
 import pytest
 
 from agentlog import open_store
+from tests.agent.conftest import provider, root
 from tests.cli.conftest import REPO, record
+from tests.integrations.server import Provider, sse
+
+__all__ = ["provider", "root"]
 
 SESSIONS = 300
 STORES = {"jsonl": "jsonl://{root}", "sqlite": "sqlite://{root}/sessions.db"}
@@ -311,3 +315,53 @@ def test_the_progress_interval_comes_from_the_environment(monkeypatch: pytest.Mo
     else:
         monkeypatch.setenv(INTERVAL_ENV, value)
     assert interval() == seconds
+
+
+def _chat(provider: Provider, root: Path, store: Path) -> subprocess.Popen[str]:
+    """``agentlog chat`` reading its prompts from a pipe, as a user at a terminal would type them."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "AGENTLOG_"))}
+    env.update({"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"})
+    return subprocess.Popen([sys.executable, "-m", "agentlog.cli", "--store", f"jsonl://{store}", "chat",
+                             "--base-url", provider.base_url, "--api-key", "k", "--model", "gpt-4o",
+                             "--root", str(root)], env=env, cwd=REPO, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_chat_stopped_between_turns_says_how_to_resume(provider: Provider, root: Path,
+                                                       tmp_path: Path) -> None:
+    from agentlog import check_invariants
+    from agentlog.core.events import TURN_END
+
+    provider.queue(sse("openai_final_text"))
+    store = tmp_path / "store"
+    with _chat(provider, root, store) as process:
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        sid = process.stderr.readline().split()[1]
+        process.stdin.write("What is in a.txt?\n")
+        process.stdin.flush()
+        assert process.stdout.readline() == "a.txt says hello; the directory has two files.\n"
+        process.send_signal(signal.SIGINT)  # waiting for the next prompt
+        _out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert _summary(err) == (f"chat: stopped (Ctrl-C); session {sid} holds 1 turn; resume with agentlog chat "
+                             f"--resume {sid}")
+    with open_store(f"jsonl://{store}", create=False) as opened:
+        stored = opened.inspect(sid, trust_checkpoint=False)
+    assert stored.recovery is None
+    check_invariants(stored.events)
+    ends = [event.data["reason"]["kind"] for event in stored.events if event.type == TURN_END]
+    assert ends == ["completed"]
+
+
+def test_chat_stopped_before_a_first_prompt_keeps_no_session(provider: Provider, root: Path,
+                                                             tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with _chat(provider, root, store) as process:
+        assert process.stderr is not None
+        sid = process.stderr.readline().split()[1]
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert _summary(err) == f"chat: stopped (Ctrl-C); no turn was recorded, so session {sid} was not kept"
+    if store.exists():
+        _intact(f"jsonl://{store}", 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -12,7 +13,7 @@ import click
 from agentlog.cli.app import State, handled, interrupted
 from agentlog.cli.render import plural, visible
 from agentlog.core.events import TURN_START
-from agentlog.errors import UsageError
+from agentlog.errors import SessionNotFoundError, UsageError
 
 
 @click.command()
@@ -51,24 +52,27 @@ def chat(state: State, prompts: tuple[str, ...], model: str | None, base_url: st
             model = model or session_model(live)
             if model is None:
                 raise click.UsageError("--model is needed (the session has no model yet)")
-            click.echo(f"session {visible(live.id)} in {visible(state.store_label)}, tools reading "
-                       f"{visible(str(tools.root))} (continue it with --resume {visible(live.id)})", err=True)
-            import openai  # present: agentlog.agent.loop imported it
+            agent: ChatAgent | None = None
+            failed, stopped = 0, False
+            try:  # from the banner on, a Ctrl-C is the way to stop: it ends in the summary below
+                click.echo(f"session {visible(live.id)} in {visible(state.store_label)}, tools reading "
+                           f"{visible(str(tools.root))} (continue it with --resume {visible(live.id)})",
+                           err=True)
+                import openai  # present: agentlog.agent.loop imported it
 
-            client = openai.OpenAI(base_url=base_url, api_key=api_key or "none")
-            compactor = Compactor(ExtractiveSummarizer(), context_window=context_window)
-            recorder = Recorder(live, compactor=compactor)
-            agent = ChatAgent(client, recorder, model=model, tools=tools, on_text=_say)
-            report = functools.partial(_report, str(client.base_url))
-            try:
+                client = openai.OpenAI(base_url=base_url, api_key=api_key or "none")
+                compactor = Compactor(ExtractiveSummarizer(), context_window=context_window)
+                recorder = Recorder(live, compactor=compactor)
+                agent = ChatAgent(client, recorder, model=model, tools=tools, on_text=_say)
+                report = functools.partial(_report, str(client.base_url))
                 failed = agent.chat(read_prompts(prompts), on_error=report)
             except KeyboardInterrupt:  # the recorder closed the turn under way as aborted
                 stopped = True
-            else:
-                stopped = False
             turns = sum(1 for event in live.session.events if event.type == TURN_START)
-        if resume is None and (turns == 0 if stopped else agent.completed == 0):  # no junk session
-            store.delete(live.id)
+        completed = 0 if agent is None else agent.completed
+        if resume is None and (turns == 0 if stopped else completed == 0):  # no junk session
+            with contextlib.suppress(SessionNotFoundError):  # none stored yet: created with its first event
+                store.delete(live.id)
             if stopped:
                 interrupted(f"chat: stopped (Ctrl-C); no turn was recorded, so session {visible(live.id)} "
                             "was not kept")
