@@ -340,6 +340,7 @@ def test_chat_stopped_between_turns_says_how_to_resume(provider: Provider, root:
         process.stdin.write("What is in a.txt?\n")
         process.stdin.flush()
         assert process.stdout.readline() == "a.txt says hello; the directory has two files.\n"
+        _asleep_reading(process.pid)
         process.send_signal(signal.SIGINT)  # waiting for the next prompt
         _out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
@@ -359,9 +360,50 @@ def test_chat_stopped_before_a_first_prompt_keeps_no_session(provider: Provider,
     with _chat(provider, root, store) as process:
         assert process.stderr is not None
         sid = process.stderr.readline().split()[1]
+        _asleep_reading(process.pid)  # the first prompt
         process.send_signal(signal.SIGINT)
         _out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     assert _summary(err) == f"chat: stopped (Ctrl-C); no turn was recorded, so session {sid} was not kept"
     if store.exists():
         _intact(f"jsonl://{store}", 0)
+
+
+_READING = ("wait_woken", "n_tty_read", "pipe_read", "anon_pipe_read", "do_select", "poll_schedule_timeout")
+"""Where /proc/PID/wchan says a process sleeps while it waits for input."""
+
+
+def _asleep_reading(pid: int) -> None:
+    """Wait until process ``pid`` sleeps in the kernel waiting for input (its answer)."""
+    deadline = time.monotonic() + 30  # past it, signal all the same: the assertions will tell
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/wchan") as wchan:
+            if wchan.read() in _READING:
+                return
+        time.sleep(0.01)
+
+
+def test_gc_stopped_at_its_question_removes_nothing(built: dict[str, tuple[Path, float]],
+                                                    tmp_path: Path) -> None:
+    """On a terminal gc asks first; a Ctrl-C at the question is the command's Ctrl-C (130, one
+    line), not click's "Aborted!" (status 1)."""
+    import pty
+
+    url = _store(built, "jsonl", tmp_path)
+    time.sleep(max(0.0, built["jsonl"][1] + 1.2 - time.time()))
+    terminal, typing = pty.openpty()
+    with subprocess.Popen([sys.executable, "-m", "agentlog.cli", "gc", "--older-than", "1s"],
+                          env=_environment(url, tmp_path), cwd=REPO, stdin=typing, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as process:
+        assert process.stdout is not None
+        shown = b""
+        while b"sessions? [y/N]" not in shown and process.poll() is None:
+            shown += os.read(process.stdout.fileno(), 65536)
+        _asleep_reading(process.pid)  # a signal just before the read would wait for the next one
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=60)
+    os.close(terminal)
+    os.close(typing)
+    assert process.returncode == 130, err
+    assert _summary(err.decode()) == "gc: stopped at the question (Ctrl-C); nothing removed"
+    _intact(url, SESSIONS)

@@ -68,6 +68,29 @@ def interrupted(summary: str) -> NoReturn:
     sys.exit(INTERRUPTED)
 
 
+class _CtrlCAtTheQuestion(Exception):  # noqa: N818 - not an error: the user's answer
+    """Ctrl-C at a yes/no question, which click.confirm would report as "Aborted!" (status 1)."""
+
+
+def confirm(question: str, *, err: bool, stopped: str) -> None:
+    """``click.confirm`` (a no aborts); a Ctrl-C at the question ends the command with the one
+    line ``stopped`` and status 130, as a Ctrl-C anywhere else does."""
+    def at_the_question(_signal: int, _frame: object) -> None:
+        raise _CtrlCAtTheQuestion
+
+    try:
+        previous = signal.signal(signal.SIGINT, at_the_question)
+    except ValueError:  # not the main thread: leave Ctrl-C alone
+        previous = None
+    try:
+        click.confirm(question, abort=True, err=err)
+    except _CtrlCAtTheQuestion:
+        interrupted(stopped)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
 def handled(command: F) -> F:
     """Turn library errors into one clear line and a non-zero exit status."""
 

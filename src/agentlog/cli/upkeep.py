@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from agentlog.cli.app import State, handled, interrupted, json_option, stop_after_the_current_item
+from agentlog.cli.app import State, confirm, handled, interrupted, json_option, stop_after_the_current_item
 from agentlog.cli.progress import meter
 from agentlog.cli.render import columns, console, errors, iso, plural, print_json, visible
 from agentlog.cli.sessions import recovery_json, recovery_lines
@@ -269,7 +269,7 @@ def gc(state: State, age: str, by: AgeBasis, dry_run: bool, yes: bool, as_json: 
                         "continue")
         if not dry_run:
             if collected.deleted and not yes:
-                _confirm_gc(collected, as_json)  # outside the Ctrl-C handler: a Ctrl-C there declines
+                _confirm_gc(collected, as_json)  # outside the stop handler: it has its own Ctrl-C
             planned = len(collected.deleted)
             with meter("gc") as shown, stop_after_the_current_item(None) as stopped:
                 step = shown.tally("checking sessions again", "sessions read")
@@ -312,7 +312,8 @@ def _confirm_gc(plan: Collected, as_json: bool) -> None:
                      soft_wrap=True)
         sys.exit(1)
     _gc_table(plan, "to delete", to=errors if as_json else console)
-    click.confirm(f"delete {_sessions(len(plan.deleted))}?", abort=True, err=as_json)
+    confirm(f"delete {_sessions(len(plan.deleted))}?", err=as_json,
+            stopped="gc: stopped at the question (Ctrl-C); nothing removed")
 
 
 def _gc_table(collected: Collected, verb: str, *, to: Console | None = None) -> None:
