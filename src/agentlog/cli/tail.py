@@ -46,7 +46,7 @@ def tail(state: State, session_id: str, count: int, following: bool, idle_timeou
         printed = 0
         try:
             for event in follow(store, session_id, start, idle_timeout=idle_timeout):
+                printed += 1  # first: a Ctrl-C right after the line is written must not uncount it
                 _print(session_id, event, as_json)
-                printed += 1
         except KeyboardInterrupt:
             interrupted(f"tail -f: stopped after {plural(printed, 'new event')} (Ctrl-C)")
