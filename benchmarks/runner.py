@@ -52,7 +52,7 @@ __all__ = [
 SUITE_MODULES: Final = (
     "benchmarks.core", "benchmarks.store", "benchmarks.compaction", "benchmarks.peers",
     "benchmarks.adapters", "benchmarks.export", "benchmarks.fidelity",
-    "benchmarks.importers", "benchmarks.viewer", "benchmarks.search", "benchmarks.scale")
+    "benchmarks.importers", "benchmarks.viewer", "benchmarks.search", "benchmarks.scale", "benchmarks.scrub")
 """Modules that each define a module-level ``SUITE``; later suites (compaction, peers) add theirs."""
 
 REPORT_FORMAT: Final = 1

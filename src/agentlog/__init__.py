@@ -74,6 +74,9 @@ if TYPE_CHECKING:
     from agentlog.io.exporters import EXPORTERS, ExportSource
     from agentlog.io.exporters import export as export_session
     from agentlog.io.importers import IMPORTERS, Imported, SourceFile, save_imported
+    from agentlog.ops.scrub import ScrubReport, secret_locations
+    from agentlog.ops.scrub import scrub as scrub_store
+    from agentlog.ops.scrub_text import Secrets
     from agentlog.ops.upgrade import UpgradeCheck, check_upgrade
     from agentlog.store.postgres.store import PostgresStore
     from agentlog.store.sqlite.store import SqliteStore
@@ -110,11 +113,15 @@ _LAZY: dict[str, tuple[str, str]] = {
     "save_imported": ("agentlog.io.importers", "save_imported"),
     "PostgresStore": ("agentlog.store.postgres.store", "PostgresStore"),
     "SqliteStore": ("agentlog.store.sqlite.store", "SqliteStore"),
+    "ScrubReport": ("agentlog.ops.scrub", "ScrubReport"),
+    "scrub_store": ("agentlog.ops.scrub", "scrub"),
+    "secret_locations": ("agentlog.ops.scrub", "secret_locations"),
+    "Secrets": ("agentlog.ops.scrub_text", "Secrets"),
     "UpgradeCheck": ("agentlog.ops.upgrade", "UpgradeCheck"),
     "check_upgrade": ("agentlog.ops.upgrade", "check_upgrade"),
 }
 """Public names loaded on first access, as (module, attribute): compaction, audit, import,
-export, upgrade checks and the database stores load their modules (and asyncio, sqlite3) only
+export, scrub, upgrade checks and the database stores load their modules (and asyncio, sqlite3) only
 when used, so ``import agentlog`` stays light; ``PostgresStore`` needs the ``postgres`` extra."""
 
 
@@ -189,8 +196,10 @@ __all__ = [
     "Recovery",
     "Replace",
     "Replacement",
+    "ScrubReport",
     "SearchResult",
     "SecretFinding",
+    "Secrets",
     "Session",
     "SessionCorruptionError",
     "SessionExistsError",
@@ -249,7 +258,9 @@ __all__ = [
     "redact_text",
     "redact_value",
     "save_imported",
+    "scrub_store",
     "search_store",
+    "secret_locations",
     "store_stats",
     "thaw",
     "transcript",

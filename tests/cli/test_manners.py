@@ -86,7 +86,8 @@ def test_verify_json_has_one_shape_for_ok_recovered_and_invalid(tmp_path: Path) 
         assert result.exit_code == status, result.output
         shapes[sid] = json.loads(result.stdout)
     assert {tuple(sorted(shape)) for shape in shapes.values()} == {
-        ("error", "events", "id", "integrity", "messages", "recovery", "status", "surfaceNodes", "writer")}
+        ("error", "events", "id", "integrity", "messages", "recovery", "scrubs", "status", "surfaceNodes",
+         "writer")}
     assert [shapes[sid]["status"] for sid in ("fine", "crashed", "missing")] == ["ok", "recovered", "invalid"]
     assert shapes["crashed"]["recovery"]["interruptedTurn"] == 1
     assert "not found" in shapes["missing"]["error"]

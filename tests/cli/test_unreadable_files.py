@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from agentlog.store.sqlite.schema import USER_VERSION
 from tests.cli.conftest import REPO, record
 
 _NO_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"]
@@ -88,7 +89,7 @@ def test_a_directory_in_place_of_a_sqlite_file_is_named(tmp_path: Path) -> None:
                         "is a directory, not a regular file")
 
 
-@pytest.mark.parametrize("version", [4, 99, -1])
+@pytest.mark.parametrize("version", [USER_VERSION + 1, 99, -1])
 def test_a_sqlite_store_of_another_schema_version_is_refused_by_every_reader(tmp_path: Path,
                                                                              version: int) -> None:
     url = f"sqlite://{tmp_path / 's.db'}"

@@ -22,6 +22,7 @@ from agentlog.cli.app import cli
 from agentlog.errors import AgentlogError
 from agentlog.store.jsonl.seek import SEEK_SUFFIX
 from agentlog.store.sqlite import schema as sqlite_schema
+from agentlog.store.sqlite import search as sqlite_search
 from tests.cli.conftest import record
 from tests.store.pg_worker import Schema
 
@@ -180,8 +181,14 @@ def test_a_flipped_byte_of_the_sqlite_file_inside_an_event_row_is_reported(tmp_p
 
 
 def downgrade_sqlite_to_2(path: Path) -> None:
-    """What the previous build wrote: schema 2, no digest columns."""
+    """What an older build wrote: schema 2, no digest columns, no index watermark."""
     conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("ALTER TABLE sessions DROP COLUMN unindexed")
+    fts = conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'search_fts'").fetchone() is not None
+    conn.execute("DROP TABLE IF EXISTS search_fts")  # schema 2's index kind (its rows are not searched here)
+    conn.execute("DROP TABLE search_rows")
+    for statement in (*sqlite_search.SEARCH_SCHEMA, *(sqlite_search.FTS_SCHEMA if fts else ())):
+        conn.execute(statement)
     for table in ("sessions", "events"):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN digest")
     conn.execute("PRAGMA user_version = 2")
@@ -196,7 +203,7 @@ def test_a_schema_2_sqlite_file_is_read_as_is_and_a_writer_migrates_it(tmp_path:
     assert database.sql("PRAGMA user_version") == [(2,)]
     events = len(open_store(database.url, create=False).inspect("s1").events)
     record(database.url, "s2", turns=1)  # a writer migrates the file, in one transaction
-    assert database.sql("PRAGMA user_version") == [(3,)]
+    assert database.sql("PRAGMA user_version") == [(4,)]
     code, output = verify(database.url)
     assert code == 0 and "no integrity data: the rows were written before" in output, output
     with open_store(database.url) as store, store.open("s1") as live:
@@ -222,7 +229,7 @@ def test_a_failed_migration_leaves_schema_2_untouched(tmp_path: Path,
     assert "digest" not in [row[1] for row in database.sql("SELECT * FROM pragma_table_info('sessions')")]
     monkeypatch.undo()
     record(database.url, "s2", turns=1)
-    assert database.sql("PRAGMA user_version") == [(3,)]
+    assert database.sql("PRAGMA user_version") == [(4,)]
 
 
 def test_a_schema_2_postgres_store_is_migrated_by_a_writer_and_names_its_old_rows(tmp_path: Path) -> None:

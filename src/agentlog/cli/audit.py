@@ -43,10 +43,13 @@ def _tools(path: Path | None) -> list[Any] | None:
               help="A JSON array of the tools the agent has now, to compare with the recorded ones.")
 @click.option("--model", default=None, metavar="PROVIDER/MODEL", help="The model route the agent uses now.")
 @click.option("--preset", default=None, metavar="NAME", help="The agent preset the agent uses now.")
+@click.option("--rotation", is_flag=True,
+              help="Also list, per secret found (redacted), the sessions (this one and its forks) and seqs "
+                   "where it occurs: what to rotate, and what agentlog scrub --secret-from-audit removes.")
 @click.pass_obj
 @handled
 def audit(state: State, session_id: str, as_json: bool, timeline: bool, tools_file: Path | None,
-          model: str | None, preset: str | None) -> None:
+          model: str | None, preset: str | None, rotation: bool) -> None:
     """Check that a session is reviewable (never writes to the store).
 
     \b
@@ -64,10 +67,13 @@ def audit(state: State, session_id: str, as_json: bool, timeline: bool, tools_fi
     from agentlog.audit import audit_session
 
     tools = _tools(tools_file)
+    from agentlog.ops.scrub import secret_locations
+
     with state.store(create=False) as store:
         report = audit_session(store, session_id, tools=tools, model=model, preset=preset)
+        located = secret_locations(store, [session_id]) if rotation else None
     if as_json:
-        print_json(report.to_json())
+        print_json(report.to_json() if located is None else {**report.to_json(), "rotation": located})
     else:
         verdict = "[green]reviewable[/green]" if report.clean else "[red]problems found[/red]"
         console.print(f"[bold]audit[/bold] {safe(session_id)}: {verdict}", markup=True)
@@ -90,5 +96,12 @@ def audit(state: State, session_id: str, as_json: bool, timeline: bool, tools_fi
             for entry in report.timeline:
                 rows.add_row(str(entry.seq), visible(entry.kind), visible(entry.text))
             console.print(rows)
+        if located is not None:
+            console.print(f"secrets to rotate: {len(located)}" + (" (shown redacted)" if located else ""))
+            for secret in located:
+                places = "; ".join(f"{visible(place['id'])}: " + ", ".join(
+                    (["header"] if place["header"] else []) + [f"seq {seq}" for seq in place["seqs"]])
+                    for place in secret["sessions"])
+                console.print(f"  {visible(secret['secret'])}: {places}")
     if not report.clean:
         sys.exit(1)

@@ -8,7 +8,20 @@ import click
 import orjson
 from rich.table import Table
 
-from agentlog.cli import audit, chat, export, importing, lineage, search, serve, sessions, stats, tail, upkeep
+from agentlog.cli import (
+    audit,
+    chat,
+    export,
+    importing,
+    lineage,
+    scrub,
+    search,
+    serve,
+    sessions,
+    stats,
+    tail,
+    upkeep,
+)
 from agentlog.cli.app import State, cli, handled
 from agentlog.cli.render import console, plural, print_json, safe, summary, visible
 from agentlog.store.urls import default_store_url
@@ -70,7 +83,7 @@ for command in (
     demo,
     sessions.list_sessions, sessions.show, sessions.verify, sessions.inspect,
     lineage.fork, lineage.materialize, lineage.delete,
-    upkeep.repair, upkeep.compact, upkeep.gc, upkeep.check_upgrade,
+    upkeep.repair, upkeep.compact, upkeep.gc, upkeep.check_upgrade, scrub.scrub,
     stats.stats, tail.tail, search.search,
     importing.import_sessions, export.export_session, audit.audit,
     chat.chat,

@@ -134,20 +134,24 @@ def verify(state: State, session_id: str, as_json: bool) -> None:
         if not as_json:
             raise
         print_json({"id": session_id, "status": "invalid", "events": None, "surfaceNodes": None,
-                    "messages": None, "recovery": None, "writer": None, "integrity": None,
+                    "messages": None, "recovery": None, "writer": None, "integrity": None, "scrubs": None,
                     "error": str(exc)})
         sys.exit(1)
     status, code = ("ok", 0) if recovery is None else ("recovered", 2) if writer is None else ("open", 3)
+    scrubs = _scrubs(state, session_id)
     if as_json:
         print_json({"id": session_id, "status": status, **counts,
                     "recovery": None if recovery is None else recovery_json(recovery, where),
-                    "writer": writer, "integrity": integrity.to_json(), "error": None})
+                    "writer": writer, "integrity": integrity.to_json(), "scrubs": scrubs, "error": None})
         sys.exit(code)
     described = (f"{plural(counts['events'], 'event')}, {plural(counts['surfaceNodes'], 'surface node')}, "
                  f"{plural(counts['messages'], 'model message')}")
     if recovery is None:
         console.print(f"[green]ok[/green] {safe(session_id)}: {described}", markup=True)
         console.print(f"  {visible(integrity.detail)}")
+        if scrubs:
+            console.print(f"  scrubbed {plural(len(scrubs), 'time')}, last at {iso(scrubs[-1]['at'])} "
+                          f"({plural(len(scrubs[-1]['seqs']), 'event')} changed)")
         return
     if writer is not None:
         turn = "" if recovery.turn is None else f"turn {recovery.turn} is being recorded, "
@@ -162,6 +166,14 @@ def verify(state: State, session_id: str, as_json: bool) -> None:
     console.print(f"  with the repair: {described}")
     console.print(f"  {visible(integrity.detail)}")
     sys.exit(2)
+
+
+def _scrubs(state: State, session_id: str) -> list[dict[str, Any]]:
+    """The session's scrub records (``agentlog scrub``), oldest first."""
+    from agentlog.ops.scrub import scrub_journal
+
+    with state.store(create=False) as store:
+        return scrub_journal(store, session_id)
 
 
 def _verified(state: State, session_id: str

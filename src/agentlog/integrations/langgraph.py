@@ -68,6 +68,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["AgentlogSaver"]
 
 PRUNE_STRATEGIES: Final = ("keep_latest", "delete")
+DURABILITY_KEY: Final = "__pregel_durability"
+"""Where LangGraph puts a run's ``durability`` (``sync``, ``async``, ``exit``) in a saver call's config."""
+RUNTIME_KEY: Final = "__pregel_runtime"
+"""Present in the config of every saver call a graph run makes (absent from a direct call)."""
 logger = logging.getLogger("agentlog")
 
 
@@ -188,8 +192,9 @@ class AgentlogSaver(BaseCheckpointSaver[str]):
         if thread is not None and thread.live is not None:
             thread.live.close()
 
-    def _log(self, thread: _Thread, kind: str, data: dict[str, Any]) -> None:
-        """Append one ignorable event, fold it into the index, and make it durable.
+    def _log(self, thread: _Thread, kind: str, data: dict[str, Any], *, flush: bool = True) -> None:
+        """Append one ignorable event, fold it into the index, and make it durable (with ``flush``;
+        else it goes with the next flush, or the store's write-behind).
 
         A failed flush drops the thread's session unflushed: the next call reopens what is on
         disk, so a put that raised is not seen by later reads.
@@ -198,7 +203,7 @@ class AgentlogSaver(BaseCheckpointSaver[str]):
         assert live is not None
         event = live.session.append(kind, data, ignorable=True)
         thread.index.add(kind, event.data)
-        if self.durable:
+        if self.durable and flush:
             try:
                 live.flush()
             except BaseException:
@@ -363,7 +368,11 @@ class AgentlogSaver(BaseCheckpointSaver[str]):
             fresh = thread.index.fresh_writes(ns, checkpoint_id, task_id, indexed)
             if fresh:
                 record = writes_record(ns, checkpoint_id, task_id, task_path, fresh, self.serde)
-                self._log(thread, WRITES, record)
+                # durability="async": LangGraph does not wait for a task's writes; they become
+                # durable with the checkpoint that follows (an error, interrupt or resume at once)
+                deferred = (_durability(configurable) == "async"
+                            and all(index >= 0 for index, _channel, _value in fresh))
+                self._log(thread, WRITES, record, flush=not deferred)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's session; copies made from it by ``copy_thread`` become full copies first."""
@@ -473,3 +482,12 @@ class AgentlogSaver(BaseCheckpointSaver[str]):
 
 def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+
+def _durability(configurable: Mapping[str, Any]) -> str:
+    """The durability of the run making this call: LangGraph's default (``async``) when a run does
+    not name one, ``sync`` for a call made outside a graph run (nothing follows it)."""
+    named = configurable.get(DURABILITY_KEY)
+    if isinstance(named, str):
+        return named
+    return "async" if RUNTIME_KEY in configurable else "sync"

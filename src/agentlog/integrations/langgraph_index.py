@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from agentlog.core.bulk import gc_paused
 from agentlog.core.events import Event
 from agentlog.errors import SessionCorruptionError
 from agentlog.integrations.langgraph_records import (
@@ -53,9 +54,10 @@ class ThreadIndex:
     def of(cls, session_id: str, events: Iterable[Event]) -> ThreadIndex:
         """The index of a whole log (events of other types are skipped)."""
         index = cls(session_id)
-        for event in events:
-            if event.type in EVENT_TYPES:
-                index.add(event.type, event.data)
+        with gc_paused():  # a cold open parses every event: without it, full collections dominate
+            for event in events:
+                if event.type in EVENT_TYPES:
+                    index.add(event.type, event.data)
         return index
 
     def add(self, kind: str, data: Mapping[str, Any]) -> None:
@@ -111,10 +113,10 @@ class ThreadIndex:
             return self.hidden[(ns, checkpoint_id)][0]
         return record
 
-    def written(self, ns: str, checkpoint_id: str | None) -> dict[tuple[str, ...], list[Any]]:
-        """The payloads of a checkpoint's writes (in view) -> ``[checkpoint, task, index]``."""
+    def written(self, ns: str, checkpoint_id: str | None) -> dict[tuple[str, bytes], list[Any]]:
+        """The serde ``(type, bytes)`` of a checkpoint's writes (in view) -> ``[checkpoint, task, index]``."""
         stored = self.writes.get((ns, checkpoint_id), {}) if checkpoint_id is not None else {}
-        return {tuple(entry[3]): [checkpoint_id, entry[0], entry[1]] for entry in stored.values()
+        return {decode_payload(entry[3]): [checkpoint_id, entry[0], entry[1]] for entry in stored.values()
                 if entry[1] >= 0}
 
     def written_payload(self, ns: str, where: Sequence[Any]) -> Any:
@@ -162,13 +164,13 @@ class ThreadIndex:
         return None
 
     def base_for(self, ns: str, channel: str, version: Any, value: Any) -> tuple[Any, list[Any]] | None:
-        """The longest kept value (of another version) that ``value`` extends, or None."""
-        best: tuple[Any, list[Any]] | None = None
-        for kept in self.values.get((ns, channel), ()):
-            longer = best is None or len(kept[1]) > len(best[1])
-            if kept[0] != version and longer and extends(value, kept[1]):
-                best = kept
-        return best
+        """The longest kept value (of another version) that ``value`` extends, or None.
+
+        Longest first, so a turn usually pays one prefix test (each is as long as the history)."""
+        for kept in sorted(self.values.get((ns, channel), ()), key=lambda entry: len(entry[1]), reverse=True):
+            if kept[0] != version and extends(value, kept[1]):
+                return kept
+        return None
 
     def value(self, ns: str, channel: str, version: Any, serde: Serde) -> Any:
         """One channel's value at ``version``: its snapshot plus every extension after it, in order."""

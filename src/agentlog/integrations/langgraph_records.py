@@ -17,10 +17,12 @@ from typing import Any, Final, Protocol
 
 from agentlog.core.jsonvalue import freeze, thaw
 from agentlog.errors import InvalidEventError
+from agentlog.integrations.langgraph_msgpack import as_json, as_msgpack
 
 __all__ = [
     "CHECKPOINT",
     "EVENT_TYPES",
+    "MSGPACK_JSON",
     "REMOVED",
     "WRITES",
     "Serde",
@@ -49,20 +51,31 @@ class Serde(Protocol):
     def loads_typed(self, data: tuple[str, bytes]) -> Any: ...
 
 
-def encode_payload(typed: tuple[str, bytes]) -> list[str]:
-    """``[type, base64]``, or ``[type, text, "utf-8"]`` for a ``json`` payload (readable in the log)."""
+MSGPACK_JSON: Final = "msgpack-json"
+"""The third member of a ``msgpack`` payload logged as its JSON form (``langgraph_msgpack``)."""
+
+
+def encode_payload(typed: tuple[str, bytes]) -> list[Any]:
+    """``[type, base64]``; readable when exact: ``[type, text, "utf-8"]`` for a ``json`` payload,
+    ``["msgpack", json, "msgpack-json"]`` for a ``msgpack`` one that packs back to its bytes."""
     kind, raw = typed
     if kind == "json":
         try:
             return [kind, bytes(raw).decode("utf-8"), "utf-8"]
         except UnicodeDecodeError:
             pass
+    elif kind == "msgpack":
+        value = as_json(bytes(raw))
+        if value is not None:
+            return [kind, value, MSGPACK_JSON]
     return [kind, base64.b64encode(raw).decode("ascii")]
 
 
-def decode_payload(payload: Sequence[str]) -> tuple[str, bytes]:
+def decode_payload(payload: Sequence[Any]) -> tuple[str, bytes]:
     """The serde's ``(type, bytes)`` back from ``encode_payload``'s form."""
     if len(payload) == 3:
+        if payload[2] == MSGPACK_JSON:
+            return payload[0], as_msgpack(payload[1])
         return payload[0], payload[1].encode("utf-8")
     return payload[0], base64.b64decode(payload[1])
 
@@ -108,22 +121,23 @@ def extends(value: Any, base: Any) -> bool:
 
 def blob_record(channel: str, version: Any, values: Mapping[str, Any], serde: Serde,
                 base: tuple[Any, list[Any]] | None,
-                written: Mapping[tuple[str, ...], list[Any]] | None = None) -> dict[str, Any]:
-    """One changed channel: its whole value, or ``base``'s version plus the items after it (when
-    the value extends ``base``), or none.
+                written: Mapping[tuple[str, bytes], list[Any]] | None = None) -> dict[str, Any]:
+    """One changed channel: its whole value, or ``base``'s version plus the items after it, or none.
 
-    Items whose payload is a pending write's (``written``: payload -> ``[checkpoint, task, index]``,
-    the writes that produced this checkpoint) name that write instead of holding a second copy.
+    ``base`` is a kept value the channel's value ``extends`` (``ThreadIndex.base_for`` tested it).
+
+    Items whose serde bytes are a pending write's (``written``: ``(type, bytes)`` -> ``[checkpoint,
+    task, index]``, the writes that produced this checkpoint) name that write instead of a copy.
     """
     if channel not in values:
         return {"channel": channel, "version": version}
     value = values[channel]
-    if base is not None and base[0] != version and extends(value, base[1]):
-        items = encode_payload(serde.dumps_typed(value[len(base[1]):]))
-        found = written.get(tuple(items)) if written else None
+    if base is not None and base[0] != version:
+        kind, raw = serde.dumps_typed(value[len(base[1]):])
+        found = written.get((kind, bytes(raw))) if written else None
         if found is not None:
             return {"channel": channel, "version": version, "base": base[0], "itemsOf": found}
-        return {"channel": channel, "version": version, "base": base[0], "items": items}
+        return {"channel": channel, "version": version, "base": base[0], "items": encode_payload((kind, raw))}
     return {"channel": channel, "version": version, "value": encode_payload(serde.dumps_typed(value))}
 
 

@@ -34,6 +34,7 @@ from agentlog.store.codec import (
     decode_row,
     pack_chunk_runs,
 )
+from agentlog.store.jsonl.zstd_frames import MAX_RECORD_BYTES, MAX_WINDOW_BYTES
 
 __all__ = [
     "COMPRESS_AT",
@@ -58,8 +59,9 @@ COMPRESS_AT: Final = 4096
 """Row JSON of at least this many UTF-8 bytes is stored zstd-compressed when that is smaller."""
 
 ZSTD_LEVEL: Final = 3
-MAX_SCALAR_BYTES: Final = 1 << 30
-"""Decompression bound of a scalar row (SQLite's own value-size limit is about 1 GB)."""
+MAX_SCALAR_BYTES: Final = MAX_RECORD_BYTES
+"""The longest JSON a scalar row may hold, refused on write and before decompression on read: the
+JSONL store's record cap, so a zstd bomb in a row is a corruption error, not gigabytes of memory."""
 
 CORRUPT: Final = "corrupt session log"
 _ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
@@ -152,8 +154,13 @@ def _decode_seqs_slow(blob: bytes) -> tuple[int, ...]:
 # -- physical rows (pure) ----------------------------------------------------------------------------
 
 
-def _data_value(raw: bytes, compressor: zstandard.ZstdCompressor) -> str | bytes:
-    """TEXT for JSON under ``COMPRESS_AT`` bytes or when zstd does not make it smaller, else a BLOB."""
+def _data_value(raw: bytes, compressor: zstandard.ZstdCompressor, seq: int = 0,
+                kind: str = "") -> str | bytes:
+    """TEXT for JSON under ``COMPRESS_AT`` bytes or when zstd does not make it smaller, else a BLOB;
+    JSON over ``MAX_SCALAR_BYTES`` is refused (no reader would take it back)."""
+    if len(raw) > MAX_SCALAR_BYTES:
+        raise InvalidEventError(f"event data is {len(raw)} bytes of JSON, more than {MAX_SCALAR_BYTES} bytes",
+                                seq=seq, event_type=kind)
     if len(raw) >= COMPRESS_AT:
         blob = compressor.compress(raw)
         if len(blob) < len(raw):
@@ -173,7 +180,7 @@ def encode_rows(events: Sequence[Event]) -> list[Row]:
                 raise InvalidEventError("event type must be a non-empty valid Unicode string",
                                         seq=record[1], event_type=kind)
             append((
-                record[1], kind, record[2], _data_value(dumps(record[3]), compressor),
+                record[1], kind, record[2], _data_value(dumps(record[3]), compressor, record[1], kind),
                 None if seqs is None else encode_seqs(seqs),
                 None if op is None else orjson.dumps(surface_op_to_wire(op)).decode("utf-8"),
                 1 if record[6] else None,
@@ -200,7 +207,7 @@ def _row_json(data: Any, limit: int) -> str | bytes:
     size = zstandard.frame_content_size(data)
     if size < 0 or size > limit:
         raise ValueError(f"row blob declares no content size or more than {limit} bytes")
-    reader = zstandard.ZstdDecompressor().decompressobj()
+    reader = zstandard.ZstdDecompressor(max_window_size=MAX_WINDOW_BYTES).decompressobj()
     plain = reader.decompress(data)
     if len(plain) != size or not reader.eof or reader.unused_data:
         raise ValueError("row blob is not exactly one complete zstd frame")

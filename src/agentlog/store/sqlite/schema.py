@@ -1,9 +1,10 @@
 """The SQLite store's file and schema: identity, statements, path and schema checks, session rows.
 
-The file carries agentlog's own identity (application id ``0x41474C47`` "AGLG", user_version 3),
+The file carries agentlog's own identity (application id ``0x41474C47`` "AGLG", user_version 4),
 checked at open and inside every write transaction; every schema object is compared with the
 reference built from ``SCHEMA`` (an extra index or column is refused). Versions 1 (no search
-index) and 2 (no row digests) are migrated by the first writer that opens them, in one
+index), 2 (no row digests) and 3 (search index written with the rows, no watermark) are migrated
+by the first writer that opens them (``check-upgrade`` does it on a copy first), in one
 transaction; readers read them as is. Statements are fixed text; values are always bound.
 """
 
@@ -34,7 +35,7 @@ from agentlog.store.fs import file_kind
 from agentlog.store.sqlite import search as sqlite_search
 from agentlog.store.sqlite.errors import SQLITE_BUSY, primary_code
 from agentlog.store.sqlite.rows import CORRUPT, Row
-from agentlog.store.sqlite.search import FTS_SCHEMA, SEARCH_SCHEMA, fill_index
+from agentlog.store.sqlite.search import CONTENTLESS_SCHEMA, FTS_SCHEMA, SEARCH_SCHEMA, fill_index
 
 __all__ = [
     "APPLICATION_ID",
@@ -43,12 +44,14 @@ __all__ = [
     "JOURNAL_MODES",
     "DIGEST_SCHEMA",
     "OLDER_VERSIONS",
+    "WATERMARK_SCHEMA",
     "SCHEMA",
     "USER_VERSION",
     "SessionInfo",
     "check_path",
     "check_identity",
     "ensure_schema",
+    "has_watermark",
     "header_values",
     "search_index",
     "is_uuid",
@@ -60,11 +63,12 @@ __all__ = [
 APPLICATION_ID: Final = 0x41474C47
 """``PRAGMA application_id`` of an agentlog database ("AGLG")."""
 
-USER_VERSION: Final = 3
+USER_VERSION: Final = 4
 """``PRAGMA user_version``: the schema version this build writes (2 added the search index, 3 the
-integrity digest of every event and session row)."""
+integrity digest of every event and session row, 4 the search index's watermark and, with FTS5,
+a contentless trigram index: no second copy of the text)."""
 
-OLDER_VERSIONS: Final = (1, 2)
+OLDER_VERSIONS: Final = (1, 2, 3)
 """The versions before: read as is by readers, migrated by a writer when it opens the file."""
 
 DSH_APPLICATION_ID: Final = 0x44534850
@@ -124,6 +128,25 @@ DIGEST_SCHEMA: Final = (
 (``store.sqlite.integrity``); NULL in rows written before it. Added as columns, also in a new file,
 so a migrated file's schema text is exactly a new one's."""
 
+SCRUB_SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS scrub_key (
+  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+  key BLOB NOT NULL
+) STRICT""",
+    """CREATE TABLE IF NOT EXISTS scrub_journal (
+  id INTEGER PRIMARY KEY,
+  session TEXT NOT NULL,
+  record TEXT NOT NULL
+) STRICT""",
+)
+"""The scrub journal and its key (``store.sqlite.scrub``): created by the first ``agentlog scrub``,
+in any schema version; a database without them is as correct as one with them."""
+
+WATERMARK_SCHEMA: Final = ("ALTER TABLE sessions ADD COLUMN unindexed INTEGER",)
+"""Schema 4: the first seq of a session's own rows that the search index does not hold yet (NULL:
+it holds them all, as every row of a schema-3 file). Appends set it, the indexer
+(``search.catch_up``) clears it; the index is no longer written on the write path."""
+
 SCHEMA: Final = (*CORE_SCHEMA, *SEARCH_SCHEMA)
 """Schema 2 (run in the transaction that stamps the identity, before ``FTS_SCHEMA`` when available
 and ``DIGEST_SCHEMA``)."""
@@ -143,7 +166,7 @@ _OBJECTS: Final = (
     "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
     "ORDER BY type, name"
 )
-_STAMP: Final = ("PRAGMA application_id = 1095191623", "PRAGMA user_version = 3")
+_STAMP: Final = ("PRAGMA application_id = 1095191623", "PRAGMA user_version = 4")
 SELECT_STORE_ID: Final = "SELECT store_id FROM store_identity WHERE singleton = 1"
 INSERT_STORE_ID: Final = "INSERT INTO store_identity (singleton, store_id) VALUES (1, ?)"
 SELECT_SESSION: Final = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"
@@ -156,6 +179,10 @@ INSERT_SESSION: Final = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"
 )
 BUMP_REVISION: Final = "UPDATE sessions SET revision = revision + 1 WHERE key = ?"
+BUMP_UNINDEXED: Final = (
+    "UPDATE sessions SET revision = revision + 1, unindexed = coalesce(unindexed, ?) WHERE key = ?"
+)
+"""After an append from seq ``?``: a new revision, and the rows from there on wait for the indexer."""
 CLEAR_BASE: Final = "UPDATE sessions SET base_key = NULL, base_length = NULL WHERE key = ?"
 DELETE_SESSION: Final = "DELETE FROM sessions WHERE key = ?"
 CHILDREN: Final = (
@@ -363,7 +390,12 @@ def _schema(user_version: int, fts: bool) -> tuple[str, ...]:
     if user_version == 1:
         return CORE_SCHEMA
     version_2 = (*SCHEMA, *FTS_SCHEMA) if fts else SCHEMA
-    return version_2 if user_version == 2 else (*version_2, *DIGEST_SCHEMA)
+    if user_version == 2:
+        return version_2
+    version_3 = (*version_2, *DIGEST_SCHEMA)
+    if user_version == 3:
+        return version_3
+    return (*version_3, *CONTENTLESS_SCHEMA, *WATERMARK_SCHEMA) if fts else (*version_3, *WATERMARK_SCHEMA)
 
 
 @functools.cache
@@ -386,13 +418,34 @@ def search_index(conn: sqlite3.Connection) -> bool | None:
     return conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'search_fts'").fetchone() is not None
 
 
+def has_watermark(conn: sqlite3.Connection) -> bool:
+    """Whether the database has the search index's watermark (schema 4): else its index is in step."""
+    return bool(conn.execute("SELECT user_version FROM pragma_user_version").fetchone()[0] >= 4)
+
+
 def _objects_match(conn: sqlite3.Connection, user_version: int, file: str | None) -> bool:
     objects = [tuple(_normalized(part) for part in row) for row in conn.execute(_OBJECTS)]
     fts = any(row[1] == "search_fts" for row in objects)
     if fts and not sqlite_search.fts5_available():
         raise StoreError("the database has a full-text search index (FTS5), but this Python's sqlite3 "
                          "module lacks FTS5: use a Python whose SQLite has FTS5", file=file)
+    scrubbing = _scrub_objects()
+    if all(row in objects for row in scrubbing):
+        objects = [row for row in objects if row not in scrubbing]
     return objects == _reference_objects(user_version, fts)
+
+
+@functools.cache
+def _scrub_objects() -> list[tuple[Any, ...]]:
+    """The schema objects ``SCRUB_SCHEMA`` makes (tolerated together, never one without the other)."""
+    scratch = sqlite3.connect(":memory:")
+    try:
+        for statement in SCRUB_SCHEMA:
+            scratch.execute(statement)
+        rows = scratch.execute(_OBJECTS).fetchall()
+    finally:
+        scratch.close()
+    return [tuple(_normalized(part) for part in row) for row in rows]
 
 
 def check_identity(conn: sqlite3.Connection, *, checked_cookie: int | None, file: str | None,
@@ -471,9 +524,10 @@ def ensure_schema(conn: sqlite3.Connection, *, file: str | None, create: bool = 
 
 
 def _migrate(conn: sqlite3.Connection, file: str | None) -> None:
-    """Schema 1 or 2 to 3 in one transaction: (from 1) the search tables, filled from every stored
-    message row; the digest columns, NULL in the rows already stored (no digest is made up for
-    bytes this build did not write: ``verify`` names them unchecked)."""
+    """Schema 1, 2 or 3 to 4 in one transaction: (from 1) the search tables, filled from every stored
+    message row; (from 1 or 2) the digest columns, NULL in the rows already stored (no digest is made
+    up for bytes this build did not write: ``verify`` names them unchecked); the index watermark,
+    NULL (the index holds every row stored so far)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         user_version, _, _ = conn.execute(_IDENTITY).fetchone()

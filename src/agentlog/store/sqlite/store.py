@@ -10,7 +10,7 @@ stale-writer guard (``stored next seq is N``) inside ``BEGIN IMMEDIATE``, and th
 (a bad row after the last committed ``turn/end`` is a torn tail, before it corruption).
 
 The schema differs from DSH's, so the file carries its own identity (application id
-``0x41474C47`` "AGLG", user_version 2) and refuses DSH's and any other foreign file:
+``0x41474C47`` "AGLG", user_version 4) and refuses DSH's and any other foreign file:
 
 - sessions have an integer ``key`` that event rows reference: smaller rows and primary-key
   index than a repeated TEXT id, and a deleted-then-recreated id never meets old rows;
@@ -20,7 +20,9 @@ The schema differs from DSH's, so the file carries its own identity (application
   that a child references, and ``materialize`` copies the prefix;
 - ``op_first`` keeps the wire order of events that write ``surfaceOp`` before
   ``sourceEventSeqs`` (DSH's repair closers), so they re-encode byte for byte;
-- ``search_rows``/``search_fts``: the search index (``sqlite_search``), written with the rows.
+- ``search_rows``/``search_fts``: the search index (``sqlite_search``), written off the write path:
+  an append moves the session's watermark (``unindexed``), and the rows behind it are indexed when
+  the live session closes or a writer's store searches (schema 4; a session behind is scanned).
 
 Writer locks are ``flock``s on ``<db>.locks/<sha256(id)>``: the kernel drops them when the
 holder dies, even by SIGKILL, with no pid reuse to misjudge and no stale row to clean up; the
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import sqlite3
 import threading
@@ -65,7 +68,7 @@ from agentlog.store.base import DEFAULT_WRITE_DELAY_MS
 from agentlog.store.codec import SQLITE_MAX_MEMBERS
 from agentlog.store.filelock import discard_lock_file, flock_holder, lock_in_process, lock_session_file
 from agentlog.store.group_commit import Pending, fail_all
-from agentlog.store.hooks import _State
+from agentlog.store.hooks import LiveHandle, _State
 from agentlog.store.incarnation import new_incarnation, stored_at
 from agentlog.store.integrity import Integrity, torn_seq
 from agentlog.store.records import Listing, Recovery, Snapshot, StoredLog, Unreadable, WriterLock
@@ -84,6 +87,7 @@ from agentlog.store.sqlite.rows import (
 )
 from agentlog.store.sqlite.schema import (
     BUMP_REVISION,
+    BUMP_UNINDEXED,
     CHILDREN,
     CLEAR_BASE,
     DELETE_ROWS_FROM,
@@ -101,13 +105,23 @@ from agentlog.store.sqlite.schema import (
     TAIL,
     SessionInfo,
     check_path,
+    has_watermark,
     header_values,
     session_info,
 )
-from agentlog.store.sqlite.search import candidates, decode_candidates, index_events, unindex_from
+from agentlog.store.sqlite.search import (
+    TRIGRAM,
+    candidates,
+    catch_up,
+    decode_candidates,
+    index_events,
+    unindex_from,
+)
 from agentlog.store.validate import current_log
 
 __all__ = ["SqliteStore"]
+
+logger = logging.getLogger("agentlog")
 
 _MAX_BUSY_MS: Final = 2_147_483_647
 _CACHE_SIZE: Final = 5
@@ -369,8 +383,7 @@ class SqliteStore(SqliteConnection):
                 f"append seq mismatch: stored next seq is {next_seq}, batch starts at {events[0].seq} "
                 "(another writer appended first)", session_id=sid, seq=events[0].seq)
         conn.executemany(INSERT_ROW, digested_rows(key, sid, rows))
-        index_events(conn, key, events, bool(self._fts))
-        conn.execute(BUMP_REVISION, (key,))
+        conn.execute(BUMP_UNINDEXED, (events[0].seq, key))  # indexed later (catch_up), off this path
 
     def _commit_repair(self, header: SessionHeader, torn: Any, events: Sequence[Event]) -> None:
         """Truncate the torn tail seen by the read, append closers; refused as stale if the log changed.
@@ -398,8 +411,10 @@ class SqliteStore(SqliteConnection):
                     f"repair is stale: closer starts at seq {events[0].seq}, but the stored log continues at "
                     f"seq {next_seq}", session_id=sid, seq=events[0].seq)
             conn.executemany(INSERT_ROW, digested_rows(info.key, sid, rows))
-            index_events(conn, info.key, events, bool(self._fts))
-            conn.execute(BUMP_REVISION, (info.key,))
+            if events:
+                conn.execute(BUMP_UNINDEXED, (events[0].seq, info.key))
+            else:
+                conn.execute(BUMP_REVISION, (info.key,))
 
     def _write_fork_prefix(self, header: SessionHeader, prefix: Sequence[Event], state: _State,
                            suffix: Sequence[Event] = ()) -> None:
@@ -443,12 +458,37 @@ class SqliteStore(SqliteConnection):
                 conn.execute(BUMP_REVISION, (info.key,))
 
     def search_candidates(self, folded: str, session_ids: Sequence[str]) -> Candidates | None:
-        """Per session, the events the search index points at (None: scan it); None without an index."""
+        """Per session, the events the search index points at (None: scan it); None without an index.
+
+        A writer's store first indexes what is behind the watermark; a reader's leaves it (it never
+        writes the file), and the sessions behind are scanned."""
         with self._reading() as conn:
             if self._fts is None:
                 return None
-            found = candidates(conn, folded, session_ids, self._fts, list(self._live))
+            watermark = has_watermark(conn)
+        if watermark and self._fts and len(folded) < TRIGRAM:
+            return None  # schema 4's contentless FTS5 answers trigrams only: shorter text is scanned
+        if watermark and self.may_create:
+            self._catch_up(None)
+        with self._reading() as conn:
+            found = candidates(conn, folded, session_ids, bool(self._fts), list(self._live), watermark)
         return {sid: None if rows is None else decode_candidates(rows) for sid, rows in found.items()}
+
+    def _catch_up(self, session_id: str | None) -> None:
+        """Index the rows behind the watermark (of one session, or all), in one write transaction."""
+        with self._writing(session_id) as conn:
+            catch_up(conn, bool(self._fts), session_id)
+
+    def _detach_live(self, live: LiveHandle) -> None:
+        """A closed live session's rows are indexed now, off its write path; a failure leaves them
+        behind the watermark (search scans that session, a later writer's search indexes it)."""
+        super()._detach_live(live)
+        if self._fts is None or self._conn is None or not self.may_create:
+            return
+        try:
+            self._catch_up(live.session.id)
+        except AgentlogError as exc:
+            logger.debug("search index of %s left behind: %s", live.session.id, exc)
 
     # -- locks, children, deletion ---------------------------------------------------------------------------
 
