@@ -166,7 +166,7 @@ def test_check_upgrade_interrupted_removes_its_copy(built: dict[str, tuple[Path,
 def test_gc_interrupted_while_reading_removes_nothing(built: dict[str, tuple[Path, float]], kind: str,
                                                       tmp_path: Path) -> None:
     url = _store(built, kind, tmp_path)
-    time.sleep(max(0.0, built[kind][1] + 1.2 - time.time()))  # every session is older than 1 s
+    time.sleep(1.2)  # every session is older than 1 s (a copy counts as stored when copied)
     status, _out, err = interrupt_when(["gc", "--older-than", "1s", "--yes"], _environment(url, tmp_path),
                                        _after(3, "read"))
     assert status == 130, err
@@ -181,7 +181,7 @@ def test_gc_interrupted_while_removing_stops_between_two_sessions(built: dict[st
     session left reads whole, and running gc again removes the rest."""
     url = _store(built, "jsonl", tmp_path)
     root = tmp_path / "store"
-    time.sleep(max(0.0, built["jsonl"][1] + 1.2 - time.time()))
+    time.sleep(1.2)  # every session is older than 1 s (a copy counts as stored when copied)
 
     def left() -> int:  # a session directory each, under the directory of their cwd
         return len(os.listdir(root / "--work-project--"))
@@ -191,16 +191,16 @@ def test_gc_interrupted_while_removing_stops_between_two_sessions(built: dict[st
     with subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as process:
         deadline = time.monotonic() + 120
-        while left() > SESSIONS - 3 and process.poll() is None and time.monotonic() < deadline:
+        while left() == SESSIONS and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=120)
-    assert process.returncode == 130, err
+    assert process.returncode == 130, out[-300:]
     found = re.fullmatch(r"gc: interrupted after (\d+) of (\d+) sessions removed \(each removed whole; "
                          r"none was left half-removed\); re-run to continue", _summary(err))
     assert found, err
     removed, planned = int(found.group(1)), int(found.group(2))
-    assert 3 <= removed < planned <= SESSIONS and left() == SESSIONS - removed
+    assert 1 <= removed < planned <= SESSIONS and left() == SESSIONS - removed
     assert out.count(" deleted ") == removed and f"store: {url}" in out
     _intact(url, SESSIONS - removed)
     again = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -390,7 +390,7 @@ def test_gc_stopped_at_its_question_removes_nothing(built: dict[str, tuple[Path,
     import pty
 
     url = _store(built, "jsonl", tmp_path)
-    time.sleep(max(0.0, built["jsonl"][1] + 1.2 - time.time()))
+    time.sleep(1.2)  # every session is older than 1 s (a copy counts as stored when copied)
     terminal, typing = pty.openpty()
     with subprocess.Popen([sys.executable, "-m", "agentlog.cli", "gc", "--older-than", "1s"],
                           env=_environment(url, tmp_path), cwd=REPO, stdin=typing, stdout=subprocess.PIPE,
