@@ -176,14 +176,16 @@ def test_many_files_show_a_progress_bar_on_a_terminal(
     from rich.console import Console
 
     import agentlog.cli.importing as importing
+    import agentlog.cli.progress as progress
 
-    screen = io.StringIO()
-    monkeypatch.setattr(importing, "console", Console(file=screen, force_terminal=True, width=160))
+    screen, table = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(progress, "errors", Console(file=screen, force_terminal=True, width=160))
+    monkeypatch.setattr(importing, "console", Console(file=table, width=160))
     result = invoke(f"jsonl://{tmp_path}", "import", "claude-code", str(SMALL))
     assert result.exit_code == 0, result.output
     shown = screen.getvalue()
-    assert "importing" in shown and "\x1b[" in shown  # the bar, drawn with terminal controls
-    assert "cc-small-agent-s1" in shown  # then the summary table
+    assert "importing" in shown and "\x1b[" in shown  # the bar on stderr, drawn with terminal controls
+    assert "cc-small-agent-s1" not in shown and "cc-small-agent-s1" in table.getvalue()  # the table: stdout
 
 
 def test_help_lists_every_format_of_the_registry() -> None:

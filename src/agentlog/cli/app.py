@@ -13,7 +13,7 @@ import signal
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 import click
@@ -59,6 +59,36 @@ json_option = click.option("--json", "as_json", is_flag=True,
 
 INTERRUPTED: Final = 130
 """The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
+
+
+def interrupted(summary: str) -> NoReturn:
+    """End a command that Ctrl-C stopped: ``summary`` (one line: what was done, how to go on) on
+    stderr, and status 130."""
+    errors.print(summary, soft_wrap=True, highlight=False)
+    sys.exit(INTERRUPTED)
+
+
+class _CtrlCAtTheQuestion(Exception):  # noqa: N818 - not an error: the user's answer
+    """Ctrl-C at a yes/no question, which click.confirm would report as "Aborted!" (status 1)."""
+
+
+def confirm(question: str, *, err: bool, stopped: str) -> None:
+    """``click.confirm`` (a no aborts); a Ctrl-C at the question ends the command with the one
+    line ``stopped`` and status 130, as a Ctrl-C anywhere else does."""
+    def at_the_question(_signal: int, _frame: object) -> None:
+        raise _CtrlCAtTheQuestion
+
+    try:
+        previous = signal.signal(signal.SIGINT, at_the_question)
+    except ValueError:  # not the main thread: leave Ctrl-C alone
+        previous = None
+    try:
+        click.confirm(question, abort=True, err=err)
+    except _CtrlCAtTheQuestion:
+        interrupted(stopped)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def handled(command: F) -> F:
@@ -120,16 +150,23 @@ def _store_url(option: str | None) -> str:
         raise click.BadParameter(str(exc), param_hint="'--store'") from None
 
 
+STOPPING_AFTER_THE_FILE: Final = "stopping after the current file (Ctrl-C again to stop at once)"
+
+
 @contextlib.contextmanager
-def stop_after_the_current_item() -> Iterator[Callable[[], bool]]:
+def stop_after_the_current_item(notice: str | None = STOPPING_AFTER_THE_FILE) -> Iterator[Callable[[], bool]]:
     """Within it, a first Ctrl-C only asks to stop (the returned callable turns true), so a
-    command finishes the item it is writing and reports what was done; a second one interrupts."""
+    command finishes the item it is on and reports what was done; a second one interrupts.
+
+    ``notice`` is printed at the first Ctrl-C (None: nothing, for an item that takes no time).
+    """
     asked: list[bool] = []
 
     def ask(_signal: int, _frame: object) -> None:
         asked.append(True)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # the next Ctrl-C stops at once
-        errors.print("stopping after the current file (Ctrl-C again to stop at once)", soft_wrap=True)
+        if notice is not None:
+            errors.print(notice, soft_wrap=True)
 
     try:
         previous = signal.signal(signal.SIGINT, ask)

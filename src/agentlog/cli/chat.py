@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -9,9 +10,10 @@ from typing import Any
 
 import click
 
-from agentlog.cli.app import State, handled
-from agentlog.cli.render import visible
-from agentlog.errors import UsageError
+from agentlog.cli.app import State, handled, interrupted
+from agentlog.cli.render import plural, visible
+from agentlog.core.events import TURN_START
+from agentlog.errors import SessionNotFoundError, UsageError
 
 
 @click.command()
@@ -33,7 +35,8 @@ def chat(state: State, prompts: tuple[str, ...], model: str | None, base_url: st
 
     Each PROMPT is one turn (none: read prompts from stdin, one per line). The model may read
     files and list directories under --root. A new session in which no turn completed (the
-    first request failed) is not kept. Needs agentlog[openai]. The same agent as
+    first request failed) is not kept. Ctrl-C stops it (status 130), the turn under way closed as
+    aborted, and says how to resume. Needs agentlog[openai]. The same agent as
     examples/coding_agent.py (agentlog.agent.loop).
     """
     from agentlog.agent.loop import ChatAgent, open_session, read_prompts, session_model  # needs the extra
@@ -49,19 +52,34 @@ def chat(state: State, prompts: tuple[str, ...], model: str | None, base_url: st
             model = model or session_model(live)
             if model is None:
                 raise click.UsageError("--model is needed (the session has no model yet)")
-            click.echo(f"session {visible(live.id)} in {visible(state.store_label)}, tools reading "
-                       f"{visible(str(tools.root))} (continue it with --resume {visible(live.id)})", err=True)
-            import openai  # present: agentlog.agent.loop imported it
+            agent: ChatAgent | None = None
+            failed, stopped = 0, False
+            try:  # from the banner on, a Ctrl-C is the way to stop: it ends in the summary below
+                click.echo(f"session {visible(live.id)} in {visible(state.store_label)}, tools reading "
+                           f"{visible(str(tools.root))} (continue it with --resume {visible(live.id)})",
+                           err=True)
+                import openai  # present: agentlog.agent.loop imported it
 
-            client = openai.OpenAI(base_url=base_url, api_key=api_key or "none")
-            compactor = Compactor(ExtractiveSummarizer(), context_window=context_window)
-            recorder = Recorder(live, compactor=compactor)
-            agent = ChatAgent(client, recorder, model=model, tools=tools, on_text=_say)
-            report = functools.partial(_report, str(client.base_url))
-            failed = agent.chat(read_prompts(prompts), on_error=report)
-        if resume is None and agent.completed == 0:  # nothing but failed requests: no junk session
-            store.delete(live.id)
+                client = openai.OpenAI(base_url=base_url, api_key=api_key or "none")
+                compactor = Compactor(ExtractiveSummarizer(), context_window=context_window)
+                recorder = Recorder(live, compactor=compactor)
+                agent = ChatAgent(client, recorder, model=model, tools=tools, on_text=_say)
+                report = functools.partial(_report, str(client.base_url))
+                failed = agent.chat(read_prompts(prompts), on_error=report)
+            except KeyboardInterrupt:  # the recorder closed the turn under way as aborted
+                stopped = True
+            turns = sum(1 for event in live.session.events if event.type == TURN_START)
+        completed = 0 if agent is None else agent.completed
+        if resume is None and (turns == 0 if stopped else completed == 0):  # no junk session
+            with contextlib.suppress(SessionNotFoundError):  # none stored yet: created with its first event
+                store.delete(live.id)
+            if stopped:
+                interrupted(f"chat: stopped (Ctrl-C); no turn was recorded, so session {visible(live.id)} "
+                            "was not kept")
             click.echo(f"session {visible(live.id)} not kept: no turn completed", err=True)
+        if stopped:
+            interrupted(f"chat: stopped (Ctrl-C); session {visible(live.id)} holds {plural(turns, 'turn')}; "
+                        f"resume with agentlog chat --resume {visible(live.id)}")
     if failed:
         sys.exit(1)
 

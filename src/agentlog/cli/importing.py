@@ -5,16 +5,15 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import click
 from rich.console import Console
-from rich.progress import Progress
 
-from agentlog.cli.app import INTERRUPTED, State, handled, stop_after_the_current_item
+from agentlog.cli.app import State, handled, interrupted, stop_after_the_current_item
+from agentlog.cli.progress import Meter, meter
 from agentlog.cli.render import columns, console, errors, json_text, plural, visible
 from agentlog.errors import AgentlogError, UsageError
 from agentlog.io.importers import IMPORTERS, Imported, read_source, save_imported
@@ -87,20 +86,51 @@ _UNEXPECTED: Final = (TypeError, KeyError, IndexError, AttributeError, ValueErro
 """What an importer raises on a shape its checks missed: that file's error, never the run's end."""
 
 
+BIG_FILE: Final = 8 << 20
+"""A file at least this large shows its own progress, in bytes (smaller ones take no time)."""
+
+
+class _Abandoned(Exception):  # noqa: N818 - not an error: how a Ctrl-C leaves a file it has not stored yet
+    """Ctrl-C came while a large file was being parsed: it is left before any of it is stored."""
+
+
 def _rows(fmt: str, files: list[Path], store: Store, session_id: str | None, replace: bool,
-          max_bytes: int) -> Iterator[dict[str, Any]]:
+          max_bytes: int, shown: Meter, stopped: Callable[[], bool]) -> Iterator[dict[str, Any]]:
     importer = IMPORTERS[fmt]
     renames: dict[str, str] = {}
     for path in files:
         try:
-            sessions = importer(read_source(path, max_bytes=max_bytes))
+            source = read_source(path, max_bytes=max_bytes)
+            size = len(source.data)
+            tally = shown.bytes(path.name) if size >= BIG_FILE else None
+            if tally is not None:
+                def parsed(done: int, _size: int, tally: Any = tally, size: int = size) -> None:
+                    if stopped():
+                        raise _Abandoned
+                    tally(done, size)
+
+                source = dataclasses.replace(source, progress=parsed)
+            try:
+                sessions = importer(source)
+            except _Abandoned:
+                yield {"file": str(path), "abandoned": True}
+                return
+            finally:
+                del source  # the bytes can go once parsed: a second large file is not held beside them
             if session_id is not None:
                 sessions = relinked(sessions, session_id, renames)
-            for imported in sessions:
-                outcome = save_imported(store, imported, replace=replace)
-                yield {"file": str(path), "session": imported.header.id, "outcome": outcome,
-                       "events": len(imported.events), "turns": imported.turns,
-                       "unmapped": dict(imported.unmapped), "warnings": list(imported.warnings)}
+            try:
+                for imported in sessions:
+                    if tally is not None:
+                        tally(size, size)
+                        tally.phase(f"storing {len(imported.events):,} events")
+                    outcome = save_imported(store, imported, replace=replace)
+                    yield {"file": str(path), "session": imported.header.id, "outcome": outcome,
+                           "events": len(imported.events), "turns": imported.turns,
+                           "unmapped": dict(imported.unmapped), "warnings": list(imported.warnings)}
+            finally:
+                if tally is not None:
+                    shown.finish(tally)
         except (AgentlogError, OSError, *_UNEXPECTED) as exc:
             detail = str(exc) if isinstance(exc, AgentlogError) else f"{type(exc).__name__}: {exc}"
             if not isinstance(exc, AgentlogError | OSError):
@@ -144,24 +174,28 @@ def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id:
     """Import other tools' session files (FORMAT, listed below) into the store.
 
     A directory imports every file of the format under it; a Claude Code transcript brings its
-    subagent files along as child sessions. Ids come from the source, so importing a file again
-    skips its sessions (--replace overwrites them). Each session's row counts what could not be
-    mapped, per kind. Only regular files are read (a FIFO or a device is refused). Exit status 1
-    when a file could not be imported; the other files are imported all the same.
+    subagent files along as child sessions. Progress goes to stderr (a large file's in bytes).
+    Ctrl-C stops after the file being stored (status 130; re-running the same import resumes).
+    Ids come from the source, so importing a file again skips its sessions (--replace overwrites
+    them). Each session's row counts what could not be mapped, per kind. Only regular files are
+    read (a FIFO or a device is refused). Exit status 1 when a file could not be imported;
+    the other files are imported all the same.
     """
     max_bytes = parse_size(max_size)
     files = expand(fmt, paths)
     if session_id is not None and len([f for f in files if f.parent.name != "subagents"]) != 1:
         raise click.UsageError("--id needs exactly one file to import")
     rows: list[dict[str, Any]] = []
-    show_progress = console.is_terminal and not as_json and len(files) > 1
-    with state.store() as store, Progress(console=console, transient=True) if show_progress \
-            else nullcontext() as progress, stop_after_the_current_item() as stopped:
-        task = progress.add_task("importing", total=len(files)) if progress is not None else None
-        for row in _rows(fmt, files, store, session_id, replace, max_bytes):
+    with state.store() as store, meter("import") as shown, stop_after_the_current_item() as stopped:
+        counted = shown.tally("importing", "files") if len(files) > 1 else None
+        abandoned: str | None = None
+        for row in _rows(fmt, files, store, session_id, replace, max_bytes, shown, stopped):
+            if "abandoned" in row:
+                abandoned = row["file"]
+                break
             rows.append(row)
-            if progress is not None and task is not None:
-                progress.update(task, completed=len({r["file"] for r in rows}))
+            if counted is not None:
+                counted(len({r["file"] for r in rows}), len(files))
             if stopped():
                 break
     if as_json:
@@ -183,10 +217,11 @@ def import_sessions(state: State, fmt: str, paths: tuple[Path, ...], session_id:
     if stopped():
         done = len({row["file"] for row in rows})
         stored = sum(1 for row in rows if row.get("outcome") not in (None, "skipped"))
-        errors.print(f"interrupted (Ctrl-C) after {done} of {len(files)} files: {stored} "
-                     f"session{'' if stored == 1 else 's'} stored; re-running the same import resumes "
-                     "(sessions already stored are skipped)", soft_wrap=True)
-        sys.exit(INTERRUPTED)
+        left = "" if abandoned is None else \
+            f" ({visible(Path(abandoned).name)} was being parsed: none of it was stored)"
+        interrupted(f"import: interrupted after {done} of {len(files)} files{left}: {stored} "
+                    f"session{'' if stored == 1 else 's'} stored; re-running the same import resumes "
+                    "(sessions already stored are skipped)")
     if failed:
         errors.print(f"error: {len(failed)} file{'s' if len(failed) > 1 else ''} could not be imported")
         sys.exit(1)

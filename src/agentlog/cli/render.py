@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -82,19 +81,6 @@ def columns(head: Sequence[str], rows: Iterable[Sequence[str]], *, to: Console |
     for row in table:
         out.print("  ".join(cell + " " * (widths[index] - cell_len(cell))
                                 for index, cell in enumerate(row)).rstrip())
-
-
-@contextmanager
-def progress(label: str) -> Iterator[Callable[[int, int], None]]:
-    """A ``progress(done, total)`` callback: a transient bar on stderr when it is a terminal."""
-    if not errors.is_terminal:
-        yield lambda done, total: None
-        return
-    from rich.progress import Progress
-
-    with Progress(console=errors, transient=True) as bar:
-        task = bar.add_task(label, total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def plural(count: int, noun: str) -> str:

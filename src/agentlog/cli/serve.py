@@ -6,13 +6,14 @@ import contextlib
 import errno
 import ipaddress
 import socket
-import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from typing import Any
 
 import click
 
-from agentlog.cli.app import INTERRUPTED, State, handled
-from agentlog.cli.render import console, errors, safe
+from agentlog.cli.app import State, handled, interrupted
+from agentlog.cli.render import console, errors, plural, safe
 from agentlog.errors import AgentlogError
 
 
@@ -40,7 +41,8 @@ def serve(state: State, host: str, port: int, token: str | None) -> None:
     """Serve a read-only web viewer of the store: sessions, transcripts beside their surface,
     compactions, forks, token pressure, every event, live updates.
 
-    Binds 127.0.0.1 by default and never writes to the store.
+    Binds 127.0.0.1 by default and never writes to the store. Ctrl-C stops it (status 130),
+    saying how long it ran and how many requests it answered.
     """
     try:
         import uvicorn
@@ -53,18 +55,46 @@ def serve(state: State, host: str, port: int, token: str | None) -> None:
         raise click.UsageError(f"--host {host} is not a loopback address: serving other machines "
                                "requires --token")
     with state.store(create=False) as store, listening(host, port) as sock:
-        app = create_app(store, token=token)
+        app = Counted(create_app(store, token=token))
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
         server = uvicorn.Server(config)
         shown = f"[{host}]" if ":" in host else host
         url = f"http://{shown}:{sock.getsockname()[1]}/" + (f"?token={token}" if token else "")
         console.print(f"agentlog viewer of {safe(state.store_label)} at {url}  (Ctrl-C stops)")
+        started = time.monotonic()
         try:
             server.run(sockets=[sock])
         except KeyboardInterrupt:  # uvicorn shut down first, then re-raised the signal: the usual stop
-            errors.print("viewer stopped (Ctrl-C)")
-            sys.exit(INTERRUPTED)
-        errors.print("viewer stopped")
+            interrupted(f"serve: viewer stopped after {_uptime(time.monotonic() - started)}, "
+                        f"{plural(app.requests, 'request')} (Ctrl-C)")
+        errors.print(f"serve: viewer stopped after {_uptime(time.monotonic() - started)}, "
+                     f"{plural(app.requests, 'request')}")
+
+
+_Scope = MutableMapping[str, Any]
+_Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+_Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+class Counted:
+    """The viewer's ASGI app, counting the HTTP requests it was asked (for the line ``serve`` ends with)."""
+
+    def __init__(self, app: Callable[[_Scope, _Receive, _Send], Awaitable[None]]) -> None:
+        self.app = app
+        self.requests = 0
+
+    async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        if scope["type"] == "http":
+            self.requests += 1
+        await self.app(scope, receive, send)
+
+
+def _uptime(seconds: float) -> str:
+    """``12 s``, ``3 m``, ``2 h 05 m``: how long the viewer ran."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = int(seconds // 60)
+    return f"{minutes} m" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} m"
 
 
 @contextlib.contextmanager

@@ -6,18 +6,10 @@ import sys
 
 import click
 
-from agentlog.cli.app import State, handled
-from agentlog.cli.render import (
-    columns,
-    console,
-    errors,
-    plural,
-    print_json,
-    progress,
-    unreadable_json,
-    visible,
-)
-from agentlog.ops.stats import SessionStats, store_stats
+from agentlog.cli.app import State, handled, interrupted, stop_after_the_current_item
+from agentlog.cli.progress import meter
+from agentlog.cli.render import columns, console, errors, plural, print_json, unreadable_json, visible
+from agentlog.ops.stats import SessionStats, StoreStats, store_stats
 
 
 def duration(ms: int) -> str:
@@ -56,26 +48,40 @@ def stats(state: State, session_id: str | None, as_json: bool) -> None:
     session in the store with a total (never writes).
 
     Durations: wall is first to last event, turns is the time inside turns, tools the time
-    from each tool call to its result. Exit status 1 when a session could not be read.
+    from each tool call to its result. Exit status 1 when a session could not be read; 130 when
+    Ctrl-C stopped it (the figures of the sessions read so far are shown, --json prints none).
     """
-    with state.store(create=False) as store, progress("reading sessions") as step:
-        figures = store_stats(store, None if session_id is None else [session_id], progress=step)
+    with state.store(create=False) as store, meter("stats") as shown, \
+            stop_after_the_current_item(None) as stopped:
+        step = shown.tally("reading sessions", "sessions read")
+        figures = store_stats(store, None if session_id is None else [session_id], progress=step,
+                              stop=stopped)
+    if figures.stopped:
+        shown_here = "none shown (--json prints only a whole result)" if as_json else \
+            "the figures of those are shown"
+        if not as_json:
+            _table(figures, session_id)
+        interrupted(f"stats: interrupted after {step.so_far} sessions; {shown_here}")
     if as_json:
         print_json({"sessions": [each.to_json() for each in figures.sessions],
                     "total": figures.total.to_json(),
                     "unreadable": [unreadable_json(bad) for bad in figures.unreadable]})
     else:
-        head = ("session", "events", "turns", "steps", "tool calls", "tool errors", "tokens in",
-                "tokens out", "wall", "in turns", "in tools")
-        rows = [_row(each.session_id or "", each) for each in figures.sessions]
-        if session_id is None:
-            rows.append(_row(f"total ({plural(figures.total.sessions, 'session')})", figures.total))
-        columns(head, rows)
-        if figures.total.tool_calls:
-            console.print()
-            columns(("tool", "calls"), [[name, str(count)] for name, count
-                                        in figures.total.tool_calls.most_common()])
+        _table(figures, session_id)
     if figures.unreadable:
         for bad in figures.unreadable:
             errors.print(visible(f"error: {bad.session_id or bad.where}: {bad.error}"), soft_wrap=True)
         sys.exit(1)
+
+
+def _table(figures: StoreStats, session_id: str | None) -> None:
+    head = ("session", "events", "turns", "steps", "tool calls", "tool errors", "tokens in",
+            "tokens out", "wall", "in turns", "in tools")
+    rows = [_row(each.session_id or "", each) for each in figures.sessions]
+    if session_id is None:
+        rows.append(_row(f"total ({plural(figures.total.sessions, 'session')})", figures.total))
+    columns(head, rows)
+    if figures.total.tool_calls:
+        console.print()
+        columns(("tool", "calls"), [[name, str(count)] for name, count
+                                    in figures.total.tool_calls.most_common()])

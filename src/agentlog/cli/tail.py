@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from agentlog.cli.app import State, handled
-from agentlog.cli.render import console, displayed, json_safe, visible
+from agentlog.cli.app import State, handled, interrupted
+from agentlog.cli.render import console, displayed, json_safe, plural, visible
 from agentlog.core.events import Event
 from agentlog.ops.follow import follow, last_events
 
@@ -30,7 +30,8 @@ def _print(session_id: str, event: Event, as_json: bool) -> None:
 @handled
 def tail(state: State, session_id: str, count: int, following: bool, idle_timeout: float | None,
          as_json: bool) -> None:
-    """Print the last events of SESSION_ID; with -f, follow it as a writer appends (Ctrl-C stops).
+    """Print the last events of SESSION_ID; with -f, follow it as a writer appends (Ctrl-C stops it:
+    status 130 and how many new events it printed).
 
     Never writes: a crashed session shows what is stored (no repair). PostgreSQL wakes on
     NOTIFY; JSONL and SQLite are polled (a few stat calls while idle).
@@ -42,8 +43,10 @@ def tail(state: State, session_id: str, count: int, following: bool, idle_timeou
         if not following:
             return
         start = last[-1].seq + 1 if last else len(store.read_from(session_id, 0).events)
+        printed = 0
         try:
             for event in follow(store, session_id, start, idle_timeout=idle_timeout):
+                printed += 1  # first: a Ctrl-C right after the line is written must not uncount it
                 _print(session_id, event, as_json)
         except KeyboardInterrupt:
-            return
+            interrupted(f"tail -f: stopped after {plural(printed, 'new event')} (Ctrl-C)")

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from agentlog.cli.app import State, handled, json_option
-from agentlog.cli.render import columns, console, errors, iso, plural, print_json, progress, visible
+from agentlog.cli.app import State, confirm, handled, interrupted, json_option, stop_after_the_current_item
+from agentlog.cli.progress import meter
+from agentlog.cli.render import columns, console, errors, iso, plural, print_json, visible
 from agentlog.cli.sessions import recovery_json, recovery_lines
 from agentlog.compaction.summary import Summarizer
 from agentlog.errors import UsageError
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from agentlog.compaction.fidelity_score import FidelityReport
     from agentlog.compaction.result import CompactionResult, CompactionSkipped
     from agentlog.ops.gc import Collected
+    from agentlog.ops.upgrade import UpgradeCheck
 
 
 @click.command()
@@ -250,19 +252,31 @@ def gc(state: State, age: str, by: AgeBasis, dry_run: bool, yes: bool, as_json: 
 
     Age counts from when agentlog stored a session unless --by last-event. Keeps a session that a
     remaining fork descends from, one a writer holds open, and one that cannot be read (all listed
-    with why). Exit status 1 when a session could not be read.
+    with why). Exit status 1 when a session could not be read. Ctrl-C stops it between two
+    sessions (never inside one's removal) with status 130 and what was removed; re-run to go on.
     """
     from agentlog.core.header import now_ms
     from agentlog.ops.gc import collect_garbage, parse_age
 
     older_than, now = parse_age(age), now_ms()
     with state.store(create=False) as store:
-        with progress("reading sessions") as step:
-            collected = collect_garbage(store, older_than, dry_run=True, now=now, by=by, progress=step)
+        with meter("gc") as shown, stop_after_the_current_item(None) as stopped:
+            step = shown.tally("reading sessions", "sessions read")
+            collected = collect_garbage(store, older_than, dry_run=True, now=now, by=by, progress=step,
+                                        stop=stopped)
+        if collected.stopped:
+            interrupted(f"gc: interrupted after {step.so_far} sessions read; nothing removed; re-run to "
+                        "continue")
         if not dry_run:
             if collected.deleted and not yes:
-                _confirm_gc(collected, as_json)
-            collected = collect_garbage(store, older_than, now=now, by=by, only=collected.deleted)
+                _confirm_gc(collected, as_json)  # outside the stop handler: it has its own Ctrl-C
+            planned = len(collected.deleted)
+            with meter("gc") as shown, stop_after_the_current_item(None) as stopped:
+                step = shown.tally("checking sessions again", "sessions read")
+                collected = collect_garbage(store, older_than, now=now, by=by, only=collected.deleted,
+                                            progress=step, stop=stopped)
+            if collected.stopped:
+                _gc_interrupted(state, collected, planned, as_json)
     if as_json:
         print_json(collected.to_json())
     else:
@@ -273,6 +287,17 @@ def gc(state: State, age: str, by: AgeBasis, dry_run: bool, yes: bool, as_json: 
     if collected.unreadable:
         errors.print(f"error: {_sessions(len(collected.unreadable))} could not be read (kept)")
         sys.exit(1)
+
+
+def _gc_interrupted(state: State, collected: Collected, planned: int, as_json: bool) -> None:
+    """What a gc that Ctrl-C stopped removed (each session whole: it stops between two), and exit 130."""
+    if as_json:
+        print_json(collected.to_json())
+    elif collected.deleted:
+        _gc_table(collected, "deleted")
+        state.name_the_store()
+    interrupted(f"gc: interrupted after {len(collected.deleted):,} of {planned:,} sessions removed "
+                "(each removed whole; none was left half-removed); re-run to continue")
 
 
 def _sessions(count: int) -> str:
@@ -287,7 +312,8 @@ def _confirm_gc(plan: Collected, as_json: bool) -> None:
                      soft_wrap=True)
         sys.exit(1)
     _gc_table(plan, "to delete", to=errors if as_json else console)
-    click.confirm(f"delete {_sessions(len(plan.deleted))}?", abort=True, err=as_json)
+    confirm(f"delete {_sessions(len(plan.deleted))}?", err=as_json,
+            stopped="gc: stopped at the question (Ctrl-C); nothing removed")
 
 
 def _gc_table(collected: Collected, verb: str, *, to: Console | None = None) -> None:
@@ -316,19 +342,32 @@ def check_upgrade(state: State, as_json: bool) -> None:
     JSONL and SQLite stores are copied to a private temporary directory first (any crash repair
     is committed to the copy only); PostgreSQL is read in one read-only, repeatable-read
     transaction (a consistent snapshot that cannot write). Every event is validated, whatever a
-    JSONL checkpoint vouches for. Exit status 1 when a session would not load.
+    JSONL checkpoint vouches for. Exit status 1 when a session would not load; 130 when Ctrl-C
+    stopped it (the sessions checked so far are shown; the copy is removed all the same).
     """
     from agentlog.ops.upgrade import check_upgrade as run_check
 
-    with progress("loading sessions") as step:
-        report = run_check(state.store_url, progress=step)
+    with meter("check-upgrade") as shown, stop_after_the_current_item(None) as stopped:
+        step = shown.tally("loading sessions", "sessions checked")
+        report = run_check(state.store_url, progress=step, stop=stopped)
+    if report.stopped:
+        if not as_json:
+            _upgrade_table(report)
+        where = "its copy is removed" if report.copy else "it was read in place, read-only"
+        interrupted(f"check-upgrade: interrupted after {step.so_far} sessions; {len(report.failed):,} would "
+                    f"not load so far; the store was not changed ({where}); re-run to check them all")
     if as_json:
         print_json(report.to_json())
     else:
-        columns(("id", "status", "detail"),
-                [[check.session_id or "?", check.status, check.detail] for check in report.sessions])
+        _upgrade_table(report)
         where = "a copy" if report.copy else "the store in place (read-only)"
         console.print(f"{_sessions(len(report.sessions))} read from {where}: "
                       f"{len(report.failed)} would not load")
     if report.failed:
         sys.exit(1)
+
+
+def _upgrade_table(report: UpgradeCheck) -> None:
+    if report.sessions:
+        columns(("id", "status", "detail"),
+                [[check.session_id or "?", check.status, check.detail] for check in report.sessions])

@@ -55,6 +55,9 @@ class Collected:
     unreadable: list[Unreadable] = field(default_factory=list)
     since: dict[str, int] = field(default_factory=dict)
     """Each old session's age reference (Unix ms): what ``by`` counts from."""
+    stopped: bool = False
+    """True when ``stop`` ended the run early: ``deleted`` is what was removed (each session whole)
+    before it; nothing is removed when it stopped while the sessions were still being read."""
 
     def to_json(self) -> dict[str, Any]:
         return {"cutoff": self.cutoff_ms, "dryRun": self.dry_run, "by": self.by, "deleted": self.deleted,
@@ -66,11 +69,14 @@ class Collected:
 
 def collect_garbage(store: Store, older_than_ms: int, *, dry_run: bool = False, now: int | None = None,
                     by: AgeBasis = "stored", only: Collection[str] | None = None,
-                    progress: Callable[[int, int], None] | None = None) -> Collected:
+                    progress: Callable[[int, int], None] | None = None,
+                    stop: Callable[[], bool] | None = None) -> Collected:
     """Delete (or with ``dry_run`` only list) every session idle for more than ``older_than_ms``.
 
     ``only``: delete none but these (the list a user confirmed); any other old session stays,
-    and so does a parent it references.
+    and so does a parent it references. ``stop`` is asked before each session is read and
+    before each is deleted (a Ctrl-C in the CLI): once true, the run ends ``stopped``, never in
+    the middle of a session's removal, and a run stopped while reading removes nothing.
     """
     if older_than_ms <= 0:
         raise UsageError(f"the age must be positive, got {older_than_ms} ms")
@@ -84,12 +90,17 @@ def collect_garbage(store: Store, older_than_ms: int, *, dry_run: bool = False, 
     for snapshot in snapshots.values():
         if snapshot.header.parent_session is not None:
             children.setdefault(snapshot.header.parent_session, []).append(snapshot.header.id)
-    old = _old_sessions(store, snapshots, cutoff, result, progress)
+    old = _old_sessions(store, snapshots, cutoff, result, progress, stop)
+    if result.stopped:
+        return result
     kept = _referenced(old, children)
     for sid in sorted(kept):
         result.kept.append((sid, f"fork {', '.join(sorted(set(children[sid]) - old))} references it"))
     gone: set[str] = set()
     for sid in _children_first(old, children):
+        if stop is not None and stop():
+            result.stopped = True
+            break
         if any(child not in gone for child in children.get(sid, ())):
             if sid not in kept:
                 result.kept.append((sid, "a fork of it could not be removed"))
@@ -105,10 +116,13 @@ def collect_garbage(store: Store, older_than_ms: int, *, dry_run: bool = False, 
 
 
 def _old_sessions(store: Store, snapshots: dict[str, Snapshot], cutoff: int, result: Collected,
-                  progress: Callable[[int, int], None] | None) -> set[str]:
+                  progress: Callable[[int, int], None] | None, stop: Callable[[], bool] | None) -> set[str]:
     """Sessions whose age reference is older than ``cutoff`` (unreadable ones go to ``result``)."""
     old: set[str] = set()
     for done, (sid, snapshot) in enumerate(sorted(snapshots.items()), 1):
+        if stop is not None and stop():
+            result.stopped = True
+            return old
         try:
             events = store.read_from(sid, 0).events
         except AgentlogError as exc:

@@ -48,6 +48,8 @@ class SearchResult:
 
     hits: list[Hit] = field(default_factory=list)
     unreadable: list[Unreadable] = field(default_factory=list)
+    stopped: bool = False
+    """True when ``stop`` ended the search early: the hits are those of the sessions read so far."""
 
 
 @runtime_checkable
@@ -88,10 +90,13 @@ def find_in_events(session_id: str, events: Iterable[Event], text: str) -> list[
 
 
 def search_store(store: Store, text: str, *, session_ids: Sequence[str] | None = None,
-                 progress: Callable[[int, int], None] | None = None, scan: bool = False) -> SearchResult:
+                 progress: Callable[[int, int], None] | None = None, scan: bool = False,
+                 stop: Callable[[], bool] | None = None) -> SearchResult:
     """Hits in every listed session (or only ``session_ids``); ``progress(done, total)`` after each.
 
     The store's search index, if any, narrows what is read; ``scan=True`` reads every session.
+    ``stop`` is asked before each session (a Ctrl-C in the CLI): once true, the hits so far are
+    returned, ``stopped``.
     """
     if not text or not text.strip():
         raise UsageError("the search text is empty")
@@ -104,6 +109,9 @@ def search_store(store: Store, text: str, *, session_ids: Sequence[str] | None =
     if not scan and isinstance(store, IndexedStore) and folding_available():
         indexed = store.search_candidates(fold(text), session_ids)
     for done, session_id in enumerate(session_ids, 1):
+        if stop is not None and stop():
+            result.stopped = True
+            break
         candidates = None if indexed is None else indexed.get(session_id)
         try:
             events = store.inspect(session_id).events if candidates is None else candidates

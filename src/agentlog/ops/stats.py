@@ -149,14 +149,18 @@ class StoreStats:
     sessions: list[SessionStats]
     total: SessionStats
     unreadable: list[Unreadable]
+    stopped: bool = False
+    """True when ``stop`` ended the pass early: the figures are those of the sessions read so far."""
 
 
 def store_stats(store: Store, session_ids: Sequence[str] | None = None, *,
-                progress: Callable[[int, int], None] | None = None) -> StoreStats:
+                progress: Callable[[int, int], None] | None = None,
+                stop: Callable[[], bool] | None = None) -> StoreStats:
     """Figures of the given sessions (default: every listed one), read without writing.
 
     Named sessions must be readable (their error is raised); in a store-wide pass one damaged
-    session is reported in ``unreadable`` and never hides the others.
+    session is reported in ``unreadable`` and never hides the others. ``stop`` is asked before
+    each session (a Ctrl-C in the CLI): once true, the figures so far are returned, ``stopped``.
     """
     unreadable: list[Unreadable] = []
     if session_ids is None:
@@ -167,6 +171,8 @@ def store_stats(store: Store, session_ids: Sequence[str] | None = None, *,
         ids, strict = list(session_ids), True
     per: list[SessionStats] = []
     for done, session_id in enumerate(ids, 1):
+        if stop is not None and stop():
+            return StoreStats(per, total_stats(per), unreadable, stopped=True)
         try:
             events = store.inspect(session_id).events
         except AgentlogError as exc:

@@ -49,6 +49,8 @@ class UpgradeCheck:
     copy: str | None
     """Where the copy was read (removed afterwards), or None when the store was read in place."""
     sessions: list[SessionCheck] = field(default_factory=list)
+    stopped: bool = False
+    """True when ``stop`` ended the check early: ``sessions`` are those checked so far."""
 
     @property
     def failed(self) -> list[SessionCheck]:
@@ -60,18 +62,23 @@ class UpgradeCheck:
                              for check in self.sessions]}
 
 
-def check_upgrade(store_url: str, *, progress: Callable[[int, int], None] | None = None) -> UpgradeCheck:
-    """List, read and restore every session of the store at ``store_url`` on a copy; report each."""
+def check_upgrade(store_url: str, *, progress: Callable[[int, int], None] | None = None,
+                  stop: Callable[[], bool] | None = None) -> UpgradeCheck:
+    """List, read and restore every session of the store at ``store_url`` on a copy; report each.
+
+    ``stop`` is asked before each session (a Ctrl-C in the CLI): once true, the report so far is
+    returned, ``stopped`` (the copy is removed all the same; the store is never written).
+    """
     original = open_store(store_url, create=False)
     with tempfile.TemporaryDirectory(prefix="agentlog-upgrade-") as scratch, original:
         copy_url = _copy(original, Path(scratch))
         report = UpgradeCheck(store_url, scratch if copy_url else None)
         if copy_url is None:
             with _snapshot(original):
-                _check(original, report, progress, write=False)
+                _check(original, report, progress, stop, write=False)
         else:
             with open_store(copy_url) as copied:
-                _check(copied, report, progress, write=True)
+                _check(copied, report, progress, stop, write=True)
     return report
 
 
@@ -107,12 +114,15 @@ def _snapshot(store: Store) -> AbstractContextManager[None]:
 
 
 def _check(store: Store, report: UpgradeCheck, progress: Callable[[int, int], None] | None,
-           *, write: bool) -> None:
+           stop: Callable[[], bool] | None, *, write: bool) -> None:
     listing = store.listing()
     for bad in listing.unreadable:
         report.sessions.append(SessionCheck(bad.session_id, "fails", f"cannot be listed: {bad.error}"))
     ids = sorted(snapshot.header.id for snapshot in listing.snapshots)
     for done, sid in enumerate(ids, 1):
+        if stop is not None and stop():
+            report.stopped = True
+            return
         report.sessions.append(_check_one(store, sid, write=write))
         if progress is not None:
             progress(done, len(ids))

@@ -8,11 +8,12 @@ the shape the format expects.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import stat
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
 import orjson
@@ -28,6 +29,8 @@ MAX_SOURCE_BYTES: Final = 1 << 30
 """The largest file ``read_source`` takes by default (1 GiB): an import holds the whole file in memory."""
 
 _CHUNK: Final = 1 << 20
+_PROGRESS_STEP: Final = 1 << 20
+"""``jsonl_records`` tells ``SourceFile.progress`` its position about once per this many bytes."""
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
@@ -35,6 +38,9 @@ class SourceFile:
 
     path: str
     data: bytes
+    progress: Callable[[int, int], None] | None = field(default=None, compare=False, repr=False)
+    """Told ``(bytes parsed, size)`` as a JSONL importer goes through the file (the CLI's byte
+    progress on a large file); never told anything by a single-document format."""
 
     @property
     def name(self) -> str:
@@ -95,9 +101,12 @@ class Line(NamedTuple):
 
 def jsonl_records(source: SourceFile, expected: str) -> Iterator[Line]:
     """The JSON object on each non-blank line; a malformed line names file, line and ``expected``."""
-    offset = 0
+    offset, told, size = 0, 0, len(source.data)
     for number, raw in enumerate(source.data.split(b"\n"), 1):
         start, offset = offset, offset + len(raw) + 1
+        if source.progress is not None and start - told >= _PROGRESS_STEP:
+            told = start
+            source.progress(start, size)
         if not raw.strip():
             continue
         try:
@@ -122,7 +131,7 @@ def without_torn_tail(source: SourceFile) -> tuple[SourceFile, str | None]:
         orjson.loads(tail)
     except orjson.JSONDecodeError:
         number = source.data.count(b"\n", 0, cut) + 1
-        return SourceFile(source.path, source.data[:cut]), (
+        return dataclasses.replace(source, data=source.data[:cut]), (
             f"line {number} is torn (a write cut off: {len(tail)} bytes at byte {cut} with no final "
             "newline, not JSON): left out, the lines before it imported")
     return source, None
