@@ -441,7 +441,7 @@ def _floor_figures(ctx: Context, result: Measured, turns: int) -> None:
                                         ("write", "write + one fsync per turn")))
     group = result.system.name
     ctx.add(Figure("floor.s", "physical floor: orjson.dumps + zstd + one fsync per turn, same events", "s",
-                   Stat.of(floors), group=group, note=parts))
+                   Stat.of(floors), group=group, note=parts, is_baseline=True))
     ratios = [record / floor for record, floor in zip(records, floors, strict=True) if floor > 0]
     if not ratios:
         return
