@@ -74,8 +74,6 @@ def test_import_agentlog_loads_the_core_only() -> None:
     """Compaction, audit, import, export, upgrade checks and the database stores (and asyncio
     with ssl, sqlite3) load on first use: a resumed session's memory budget (issue 15) has no
     room for what a program never calls."""
-    import subprocess
-    import sys
 
     probe = ("import sys, agentlog\n"
              "heavy = ('asyncio', 'ssl', 'agentlog.compaction', 'agentlog.audit', 'agentlog.io.importers',"
@@ -84,21 +82,26 @@ def test_import_agentlog_loads_the_core_only() -> None:
              "print(sorted(name for name in sys.modules if name.startswith(heavy)))\n"
              "agentlog.Compactor, agentlog.export_session, agentlog.IMPORTERS\n"
              "print('agentlog.compaction.engine' in sys.modules, 'asyncio' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.splitlines() == ["[]", "True True"]
+    assert _printed(probe) == ["[]", "True True"]
 
 
 def test_import_agentlog_loads_only_the_errors_until_a_name_is_used() -> None:
     """``import agentlog`` is a fixed cost of every program and CLI run (issue 30: at most
     80 ms): it loads ``agentlog.errors`` and ``agentlog.version`` only; the first use of a name
     loads its module, and the name is then the module's own object."""
-    import subprocess
-    import sys
 
     probe = ("import sys, agentlog\n"
              "print(sorted(name for name in sys.modules if name.startswith('agentlog.')))\n"
              "from agentlog import Session, open_store\n"
              "import agentlog.core.session as core, agentlog.store.urls as urls\n"
              "print(Session is core.Session, open_store is urls.open_store, 'Session' in vars(agentlog))\n")
+    assert _printed(probe) == ["['agentlog.errors', 'agentlog.version']", "True True True"]
+
+
+def _printed(probe: str) -> list[str]:
+    """The lines a fresh interpreter prints running ``probe`` (imports measured from scratch)."""
+    import subprocess
+    import sys
+
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.splitlines() == ["['agentlog.errors', 'agentlog.version']", "True True True"]
+    return done.stdout.splitlines()

@@ -24,7 +24,7 @@ from agentlog.core.events import Event
 from agentlog.core.header import SessionHeader
 from agentlog.core.jsonvalue import dumps, freeze, loads
 from agentlog.errors import SessionCorruptionError, SessionNotFoundError
-from agentlog.store.fs import io_error
+from agentlog.store.fs import FileSystem, io_error
 from agentlog.store.jsonl.checkpoint import checkpoint_path
 from agentlog.store.jsonl.forks import is_shared
 from agentlog.store.jsonl.format import SHARED_PREFIX_KEY, first_stored_seq
@@ -115,15 +115,16 @@ class JsonlScrub(ScrubBackend):
             store._saw_end(session_id, 0, None)
         store._seek.published(path, first, len(head), content)  # digests of the new bytes
         notes = self._scrub_side_files(path)
-        _append_line(Path(f"{path}{JOURNAL_SUFFIX}"), dumps(record) + b"\n")
+        _append_line(fs, Path(f"{path}{JOURNAL_SUFFIX}"), dumps(record) + b"\n")
         return notes
 
     def tidy(self, session_id: str) -> list[str]:
         return self._scrub_side_files(self._path(session_id))
 
     def _scrub_side_files(self, path: Path) -> list[str]:
+        scrubber, fs = self.text_scrubber, self.store._fs
         return [f"{side.name}: rewritten scrubbed" for side in self._side_files(path)
-                if self.text_scrubber is not None and scrub_side_file(side, self.text_scrubber)]
+                if scrubber is not None and scrub_side_file(side, scrubber, fs)]
 
     def _side_files(self, path: Path) -> list[Path]:
         prefix = path.name + TORN_COPY_INFIX
@@ -137,11 +138,13 @@ def _shared(header: SessionHeader) -> SessionHeader:
     return SessionHeader.from_wire(freeze(wire), session_id=header.id)
 
 
-def scrub_side_file(path: Path, scrub: Callable[[str], str]) -> bool:
+def scrub_side_file(path: Path, scrub: Callable[[str], str], fs: FileSystem | None = None) -> bool:
     """Rewrite a cut torn tail's copy with ``scrub`` applied to its text; True when it changed.
 
     Zstd frames are decoded as far as they go and written back as one frame; bytes past what
-    decodes (a cut frame) are scrubbed as they are, as text. Atomic like the transcript."""
+    decodes (a cut frame) are scrubbed as they are, as text. Atomic and durable like the
+    transcript, through the same ``FileSystem`` calls."""
+    fs = fs or FileSystem()
     data = path.read_bytes()
     compressed = data[:4] == b"\x28\xb5\x2f\xfd"
     text, rest = _decoded(data) if compressed else (data, b"")
@@ -154,13 +157,9 @@ def scrub_side_file(path: Path, scrub: Callable[[str], str]) -> bool:
         out = zstandard.ZstdCompressor().compress(out) + scrubbed_raw.encode("utf-8", "surrogateescape")
     # Named as a transcript temp, so the next holder of the writer lock removes one a kill leaves.
     temp = f"{path.parent / path.name.split(TORN_COPY_INFIX)[0]}.{uuid.uuid4().hex[:12]}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, out)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, path)
+    fs.write_new(temp, out)
+    fs.replace(temp, str(path))
+    fs.fsync_dir(str(path.parent))
     return True
 
 
@@ -181,10 +180,11 @@ def _decoded(data: bytes) -> tuple[bytes, bytes]:
     return b"".join(out), rest
 
 
-def _append_line(path: Path, line: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+def _append_line(fs: FileSystem, path: Path, line: bytes) -> None:
+    """Append one journal line, fsynced (``FileSystem.write`` loops over short writes)."""
+    fd = fs.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     try:
-        os.write(fd, line)
-        os.fsync(fd)
+        fs.write(fd, line)
+        fs.fsync(fd)
     finally:
-        os.close(fd)
+        fs.close(fd)
