@@ -119,6 +119,16 @@ def test_patterns_are_checked() -> None:
         Matcher(Secrets.of(patterns=["x*"]))
 
 
+def test_a_secret_that_is_not_valid_text_is_refused_not_silently_unmatched() -> None:
+    """A byte the terminal's encoding could not decode arrives as a lone surrogate
+    (surrogateescape): no stored event can hold one, so it would match nothing while the user
+    believes the secret is gone. Refused, naming it escaped."""
+    with pytest.raises(UsageError, match=r"--pattern 'ab\\udcff' is not valid Unicode text"):
+        Matcher(Secrets.of(patterns=["ab\udcff"]))
+    with pytest.raises(UsageError, match=r"secret 'sk-\\udcff' is not valid Unicode text"):
+        Matcher(Secrets.of([("sk-\udcff", "text-file")]))
+
+
 def test_overlapping_finds_merge_into_one_marker() -> None:
     matcher = Matcher(Secrets.of([("abcdef", "a"), ("defghi", "b")]))
     assert [span[:3] for span in matcher.spans("xxabcdefghiyy")] == [(2, 11, "a")]

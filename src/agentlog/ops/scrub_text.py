@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from agentlog.core.events import ASSISTANT_CHUNK, Event
 from agentlog.core.header import SessionHeader
-from agentlog.core.jsonvalue import dumps, freeze, thaw
+from agentlog.core.jsonvalue import dumps, freeze, thaw, valid_text
 from agentlog.errors import UsageError
 from agentlog.ops.redact import _named_secret, find_secrets
 
@@ -62,6 +62,10 @@ class Matcher:
     """Finds the secrets of a ``Secrets`` in text; overlapping finds are merged into one span."""
 
     def __init__(self, secrets: Secrets) -> None:
+        for value, _label in secrets.literals:  # stored text is valid Unicode: such a secret never matches
+            if not valid_text(value):
+                raise UsageError(f"secret {value!r} is not valid Unicode text (a lone surrogate: "
+                                 "bytes the terminal or file could not decode); nothing could match it")
         self._labels = {value: label for value, label in secrets.literals}
         values = sorted(self._labels, key=len, reverse=True)  # the longest literal wins at a position
         # A lookahead finds a literal at every position, overlapping ones included (merged below).
@@ -69,6 +73,9 @@ class Matcher:
         self._escaped = any(_JSON_ESCAPED.search(value) for value in values)
         self._patterns: list[tuple[re.Pattern[str], str]] = []
         for pattern, label in secrets.patterns:
+            if not valid_text(pattern):
+                raise UsageError(f"--pattern {pattern!r} is not valid Unicode text (a lone surrogate: "
+                                 "bytes the terminal could not decode); nothing could match it")
             try:
                 self._patterns.append((re.compile(pattern), label))
             except re.error as exc:
@@ -308,3 +315,4 @@ def _streamed_secrets(events: Sequence[Event]) -> Iterator[tuple[str, str, int]]
         for finding in find_secrets(joined):
             seq = next(seq for end, seq in ends if end > finding.start)
             yield joined[finding.start:finding.end], finding.kind, seq
+
